@@ -1,0 +1,92 @@
+package p2p_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/efap2p/efap2p/p2p"
+	"github.com/efap2p/efap2p/sim"
+)
+
+// got is the part of a verdict the machine models state by hand.
+type got struct {
+	MapType     p2p.MapType
+	Distance    int
+	Path        p2p.PathClass
+	ACSRedirect []p2p.Addr
+}
+
+func want(p sim.Pair) got {
+	w := got{MapType: p.MapType, Distance: p.Distance, Path: p.Path, ACSRedirect: p.ACSRedirect}
+	if w.ACSRedirect == nil {
+		w.ACSRedirect = []p2p.Addr{}
+	}
+	return w
+}
+
+// checkModel compares every expected pair of m with the oracle's verdict.
+func checkModel(t *testing.T, m *sim.Machine, o *p2p.Oracle) {
+	t.Helper()
+	pairs := m.Pairs()
+	if len(pairs) == 0 {
+		t.Fatalf("model %s lists no expected verdicts", m.Name)
+	}
+	for _, p := range pairs {
+		v, err := o.Verdict(p.Provider, p.Client)
+		if err != nil {
+			t.Errorf("%s -> %s: %v", p.Provider, p.Client, err)
+			continue
+		}
+		g := got{v.MapType, v.Distance, v.Path, v.ACSRedirect}
+		w := want(p)
+		if w.Path == p2p.PathUnknown {
+			g.Path = p2p.PathUnknown
+		}
+		if diff := cmp.Diff(w, g); diff != "" {
+			t.Errorf("%s: provider %s, client %s (-want +got):\n%s\nwhy (model): %s\nreason (oracle): %s", m.Name, p.Provider, p.Client, diff, p.Why, v.Reason)
+		}
+		if !v.Certain {
+			t.Errorf("%s -> %s: verdict is uncertain on a fully readable tree", p.Provider, p.Client)
+		}
+	}
+}
+
+// TestModelsFromSysfs writes every built-in model as a sysfs tree and
+// checks the oracle reading it against the model's hand-worked verdicts.
+func TestModelsFromSysfs(t *testing.T) {
+	for _, name := range sim.BuiltinNames() {
+		t.Run(name, func(t *testing.T) {
+			m, err := sim.Builtin(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			if err := m.Write(dir, sim.WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			src, err := p2p.OpenSysfs(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkModel(t, m, p2p.NewOracle(p2p.NewTopology(src)))
+		})
+	}
+}
+
+// TestModelsInMemory checks the same verdicts on the model itself, without
+// sysfs: the two sources must agree.
+func TestModelsInMemory(t *testing.T) {
+	for _, name := range sim.BuiltinNames() {
+		t.Run(name, func(t *testing.T) {
+			m, err := sim.Builtin(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkModel(t, m, p2p.NewOracle(p2p.NewTopology(m.Source())))
+		})
+	}
+}
+
+var _ = fmt.Sprint

@@ -1,0 +1,376 @@
+package p2p
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+)
+
+// DefaultSysfsRoot is where the kernel mounts sysfs.
+const DefaultSysfsRoot = "/sys"
+
+// SysfsRoot returns the sysfs root the way libibverbs picks it: $SYSFS_PATH
+// when set (trailing slashes dropped), else /sys. The variable is ignored
+// in a setuid or setgid process.
+func SysfsRoot() string {
+	if os.Getuid() != os.Geteuid() || os.Getgid() != os.Getegid() {
+		return DefaultSysfsRoot
+	}
+	if p := strings.TrimRight(os.Getenv("SYSFS_PATH"), "/"); p != "" {
+		return p
+	}
+	return DefaultSysfsRoot
+}
+
+// SysfsStats counts what a Sysfs source has read, so that tests and
+// benchmarks can hold the oracle to its budget.
+type SysfsStats struct {
+	ConfigDwords int64 // dwords of config space read
+	ConfigOpens  int64 // config files opened
+	AttrReads    int64 // attribute files read
+	Readlinks    int64
+	Readdirs     int64
+}
+
+// Sysfs is a Source that reads a sysfs tree: /sys, or one written by
+// `efap2p sim write`. It reads nothing until asked, and then only what the
+// question needs.
+type Sysfs struct {
+	root string
+
+	configDwords, configOpens, attrReads, readlinks, readdirs atomic.Int64
+}
+
+// ErrNoSysfs is wrapped when a directory does not hold a PCI sysfs tree.
+var ErrNoSysfs = errors.New("no PCI sysfs tree")
+
+// OpenSysfs returns a Source reading the tree at root. It fails when root
+// has no bus/pci/devices directory.
+func OpenSysfs(root string) (*Sysfs, error) {
+	st, err := os.Stat(filepath.Join(root, "bus/pci/devices"))
+	if err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("%w at %s (bus/pci/devices is missing)", ErrNoSysfs, root)
+	}
+	return &Sysfs{root: root}, nil
+}
+
+// Root returns the directory the source reads.
+func (s *Sysfs) Root() string { return s.root }
+
+// Stats returns what has been read so far.
+func (s *Sysfs) Stats() SysfsStats {
+	return SysfsStats{
+		ConfigDwords: s.configDwords.Load(),
+		ConfigOpens:  s.configOpens.Load(),
+		AttrReads:    s.attrReads.Load(),
+		Readlinks:    s.readlinks.Load(),
+		Readdirs:     s.readdirs.Load(),
+	}
+}
+
+func (s *Sysfs) devPath(a Addr, name string) string {
+	p := s.root + "/bus/pci/devices/" + a.String()
+	if name != "" {
+		p += "/" + name
+	}
+	return p
+}
+
+// Chain implements Source: one readlink of bus/pci/devices/<a> names every
+// bridge above the function, as the kernel nests device directories.
+func (s *Sysfs) Chain(a Addr) (RootBus, []Addr, error) {
+	s.readlinks.Add(1)
+	target, err := os.Readlink(s.devPath(a, ""))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return RootBus{}, nil, fmt.Errorf("%w: %s is not in %s", ErrNoFunction, a, s.root)
+		}
+		return RootBus{}, nil, fmt.Errorf("%w: %s: %w", ErrNoFunction, a, err)
+	}
+	return ParseDevicePath(a, target)
+}
+
+// ParseDevicePath extracts the root bus and the upstream chain (root bus
+// side first, a last) from the target of a bus/pci/devices/<a> link or any
+// path of a device directory. The chain restarts at every root bus directory
+// on the way, as for a VMD domain nested below a PCI function.
+func ParseDevicePath(a Addr, path string) (RootBus, []Addr, error) {
+	var root RootBus
+	var chain []Addr
+	haveRoot := false
+	for _, comp := range strings.Split(path, "/") {
+		if r, ok := ParseRootBus(comp); ok {
+			root, chain, haveRoot = r, chain[:0], true
+			continue
+		}
+		if !haveRoot {
+			continue
+		}
+		if f, ok := parseAddr(comp); ok {
+			chain = append(chain, f)
+			continue
+		}
+		// A non-PCI directory between two PCI ones: the chain is broken
+		// there; whatever follows starts over at a root bus.
+		haveRoot, chain = false, chain[:0]
+	}
+	if !haveRoot || len(chain) == 0 || chain[len(chain)-1] != a {
+		return RootBus{}, nil, fmt.Errorf("%w: %s: device path %q has no PCI root bus", ErrNoFunction, a, path)
+	}
+	return root, chain, nil
+}
+
+// Attrs implements Source.
+func (s *Sysfs) Attrs(a Addr) (Attrs, error) {
+	at := Attrs{NUMANode: -1}
+	var err error
+	if at.Class, err = s.readHex(s.devPath(a, "class")); err != nil {
+		return at, err
+	}
+	v, err := s.readHex(s.devPath(a, "vendor"))
+	if err != nil {
+		return at, err
+	}
+	d, err := s.readHex(s.devPath(a, "device"))
+	if err != nil {
+		return at, err
+	}
+	at.Vendor, at.Device = uint16(v), uint16(d)
+	if v, err := s.readHex(s.devPath(a, "subsystem_vendor")); err == nil {
+		at.SubVendor = uint16(v)
+	}
+	if v, err := s.readHex(s.devPath(a, "subsystem_device")); err == nil {
+		at.SubDevice = uint16(v)
+	}
+	if b, err := s.readAttr(s.devPath(a, "numa_node")); err == nil {
+		if n, err := strconv.Atoi(b); err == nil {
+			at.NUMANode = n
+		}
+	}
+	if b, err := s.readAttr(s.devPath(a, "current_link_speed")); err == nil {
+		at.LinkSpeedGTs = ParseLinkSpeed(b)
+	}
+	if b, err := s.readAttr(s.devPath(a, "current_link_width")); err == nil {
+		at.LinkWidth, _ = strconv.Atoi(b)
+	}
+	s.readlinks.Add(1)
+	if t, err := os.Readlink(s.devPath(a, "driver")); err == nil {
+		at.Driver = filepath.Base(t)
+	}
+	s.readlinks.Add(1)
+	if t, err := os.Readlink(s.devPath(a, "physfn")); err == nil {
+		if pf, ok := parseAddr(filepath.Base(t)); ok {
+			at.PhysFn = &pf
+		}
+	}
+	return at, nil
+}
+
+// ParseLinkSpeed parses a current_link_speed value ("16.0 GT/s PCIe") into
+// GT/s; 0 when it is "Unknown" or malformed.
+func ParseLinkSpeed(s string) float64 {
+	f, _, _ := strings.Cut(strings.TrimSpace(s), " ")
+	v, err := strconv.ParseFloat(f, 64)
+	if err != nil || v < 0 {
+		return 0
+	}
+	return v
+}
+
+// ACS implements Source: it reads the extended capability headers up to
+// ACS, then ACS Control, and nothing else.
+func (s *Sysfs) ACS(a Addr) (ACS, error) {
+	cs, err := s.openConfig(a)
+	if err != nil {
+		return ACS{}, err
+	}
+	defer cs.close()
+	return ReadACS(cs)
+}
+
+// HostBridge implements Source.
+func (s *Sysfs) HostBridge(r RootBus) (HostBridge, error) {
+	hb := HostBridge{Root: r, PortType: -1}
+	s.readdirs.Add(1)
+	ents, err := os.ReadDir(filepath.Join(s.root, "devices", r.String()))
+	if err != nil {
+		return hb, fmt.Errorf("host bridge %s: %w", r, err)
+	}
+	for _, e := range ents {
+		a, ok := parseAddr(e.Name())
+		if !ok || a.Domain != r.Domain || a.Bus != r.Bus {
+			continue
+		}
+		if !hb.HasFirst || a.DevFn() < hb.First.DevFn() {
+			hb.First, hb.HasFirst = a, true
+		}
+	}
+	if !hb.HasFirst {
+		return hb, nil
+	}
+	v, err := s.readHex(s.devPath(hb.First, "vendor"))
+	if err != nil {
+		return hb, err
+	}
+	d, err := s.readHex(s.devPath(hb.First, "device"))
+	if err != nil {
+		return hb, err
+	}
+	hb.Vendor, hb.Device = uint16(v), uint16(d)
+	if hb.First.DevFn() == 0 {
+		return hb, nil // the whitelist takes a 00.0 function as it is
+	}
+	cs, err := s.openConfig(hb.First)
+	if err != nil {
+		return hb, nil // port type unknown
+	}
+	defer cs.close()
+	hb.PortType, hb.PortTypeKnown, err = PCIePortType(cs)
+	return hb, err
+}
+
+// CPU implements Source from devices/system/cpu/modalias.
+func (s *Sysfs) CPU() (CPU, error) {
+	b, err := s.readAttr(filepath.Join(s.root, "devices/system/cpu/modalias"))
+	if err != nil {
+		return CPU{}, fmt.Errorf("cpu: %w", err)
+	}
+	return ParseCPUModalias(b)
+}
+
+// Functions implements Source.
+func (s *Sysfs) Functions() ([]Addr, error) {
+	s.readdirs.Add(1)
+	ents, err := os.ReadDir(filepath.Join(s.root, "bus/pci/devices"))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNoSysfs, err)
+	}
+	out := make([]Addr, 0, len(ents))
+	for _, e := range ents {
+		if a, ok := parseAddr(e.Name()); ok {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// hypervisorFeature is X86_FEATURE_HYPERVISOR as cpu modalias numbers it.
+const hypervisorFeature = 0x009f
+
+// ParseCPUModalias parses devices/system/cpu/modalias:
+// "cpu:type:x86,ven0002fam0019mod0001:feature:,0000,009F,...".
+func ParseCPUModalias(s string) (CPU, error) {
+	s = strings.TrimSpace(s)
+	rest, ok := strings.CutPrefix(s, "cpu:type:")
+	if !ok {
+		return CPU{}, fmt.Errorf("cpu modalias %q: no cpu:type: prefix", s)
+	}
+	typ, feats, _ := strings.Cut(rest, ":feature:")
+	c := CPU{Known: true}
+	arch, ids, isX86 := strings.Cut(typ, ",")
+	c.Arch = arch
+	if isX86 {
+		if arch != "x86" {
+			return CPU{}, fmt.Errorf("cpu modalias %q: unknown type", s)
+		}
+		var ven, fam, mod uint64
+		n, err := fmt.Sscanf(ids, "ven%4xfam%4xmod%4x", &ven, &fam, &mod)
+		if err != nil || n != 3 {
+			return CPU{}, fmt.Errorf("cpu modalias %q: malformed vendor/family/model", s)
+		}
+		c.Vendor, c.Family, c.Model = int(ven), int(fam), int(mod)
+	}
+	for _, f := range strings.Split(feats, ",") {
+		if f == "" {
+			continue
+		}
+		if n, err := strconv.ParseUint(f, 16, 16); err == nil && n == hypervisorFeature && c.Arch == "x86" {
+			c.Hypervisor = true
+		}
+	}
+	return c, nil
+}
+
+// readAttr reads a small attribute file and trims the trailing newline.
+func (s *Sysfs) readAttr(path string) (string, error) {
+	s.attrReads.Add(1)
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return "", &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer syscall.Close(fd)
+	var buf [128]byte
+	n, err := syscall.Read(fd, buf[:])
+	if err != nil {
+		return "", &fs.PathError{Op: "read", Path: path, Err: err}
+	}
+	return strings.TrimRight(string(buf[:max(n, 0)]), "\n"), nil
+}
+
+func (s *Sysfs) readHex(path string) (uint32, error) {
+	b, err := s.readAttr(path)
+	if err != nil {
+		return 0, err
+	}
+	v, err := strconv.ParseUint(strings.TrimPrefix(b, "0x"), 16, 32)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %q is not a hex number", path, b)
+	}
+	return uint32(v), nil
+}
+
+// sysfsConfig reads a config file with one pread per dword.
+type sysfsConfig struct {
+	s    *Sysfs
+	fd   int
+	size int64 // from fstat, on the first short read
+}
+
+func (s *Sysfs) openConfig(a Addr) (*sysfsConfig, error) {
+	path := s.devPath(a, "config")
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	s.configOpens.Add(1)
+	return &sysfsConfig{s: s, fd: fd, size: -1}, nil
+}
+
+func (c *sysfsConfig) close() { syscall.Close(c.fd) }
+
+// ReadDword implements ConfigSpace. A short read past what the process may
+// see is "unreadable", except in a conventional 256-byte space, where
+// extended config space simply does not exist.
+func (c *sysfsConfig) ReadDword(off int) (uint32, bool, error) {
+	var b [4]byte
+	n, err := syscall.Pread(c.fd, b[:], int64(off))
+	if err != nil {
+		if err == syscall.EPERM || err == syscall.EACCES || err == syscall.EIO {
+			return 0, false, nil
+		}
+		return 0, false, err
+	}
+	if n == 4 {
+		c.s.configDwords.Add(1)
+		return binary.LittleEndian.Uint32(b[:]), true, nil
+	}
+	if c.size < 0 {
+		var st syscall.Stat_t
+		if syscall.Fstat(c.fd, &st) == nil {
+			c.size = st.Size
+		} else {
+			c.size = 0
+		}
+	}
+	if c.size == cfgSpaceSize && off >= cfgSpaceSize {
+		return 0, true, nil
+	}
+	return 0, false, nil
+}

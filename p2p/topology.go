@@ -1,0 +1,312 @@
+package p2p
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+)
+
+// ErrNoFunction is wrapped by errors for an address the topology lacks.
+var ErrNoFunction = errors.New("no such PCI function")
+
+// Attrs are the sysfs attributes of a function the oracle uses beyond the
+// kernel's rule (classes, drivers, NUMA and link figures).
+type Attrs struct {
+	Vendor, Device       uint16
+	SubVendor, SubDevice uint16
+	Class                uint32 // base class << 16 | subclass << 8 | prog-if
+	Driver               string // bound driver, "" when none
+	NUMANode             int    // -1 when unknown
+	LinkSpeedGTs         float64
+	LinkWidth            int
+	PhysFn               *Addr // set for an SR-IOV virtual function
+}
+
+// IsAccelerator reports whether the function is a GPU or an accelerator
+// whose memory a NIC would DMA into: PCI class 0x03 (display) or 0x12
+// (processing accelerator).
+func (a Attrs) IsAccelerator() bool {
+	base := a.Class >> 16
+	return base == 0x03 || base == 0x12
+}
+
+// IsBridge reports a PCI-to-PCI bridge (class 0x0604).
+func (a Attrs) IsBridge() bool { return a.Class>>8 == 0x0604 }
+
+// HostBridge is what the kernel's whitelist check sees of a root bus: its
+// first function in enumeration order.
+type HostBridge struct {
+	Root RootBus
+	// First is the lowest-devfn function on the root bus; HasFirst is false
+	// when the bus is empty.
+	First    Addr
+	HasFirst bool
+	Vendor   uint16
+	Device   uint16
+	// PortType is the PCIe Device/Port Type of First (-1: not PCIe), read
+	// only when First is not devfn 00.0. PortTypeKnown is false when its
+	// config space could not be read.
+	PortType      int
+	PortTypeKnown bool
+}
+
+// CPU is the boot CPU as the kernel's cpu_supports_p2pdma sees it.
+type CPU struct {
+	// Known is false when the CPU could not be identified.
+	Known bool
+	Arch  string // "x86", "arm64", ...
+	// Vendor is the kernel's x86 vendor number (0 Intel, 2 AMD, 9 Hygon,
+	// 10 Zhaoxin); meaningful when Arch is "x86".
+	Vendor int
+	Family int
+	Model  int
+	// Hypervisor: the x86 hypervisor feature is set (a virtual machine).
+	Hypervisor bool
+}
+
+// x86 vendor numbers (arch/x86/include/asm/processor.h).
+const (
+	X86VendorIntel   = 0
+	X86VendorAMD     = 2
+	X86VendorHygon   = 9
+	X86VendorZhaoxin = 10
+)
+
+// VendorName returns "Intel", "AMD", ... for an x86 CPU.
+func (c CPU) VendorName() string {
+	if c.Arch != "x86" {
+		return c.Arch
+	}
+	switch c.Vendor {
+	case X86VendorIntel:
+		return "Intel"
+	case X86VendorAMD:
+		return "AMD"
+	case X86VendorHygon:
+		return "Hygon"
+	case X86VendorZhaoxin:
+		return "Zhaoxin"
+	}
+	return fmt.Sprintf("x86 vendor %d", c.Vendor)
+}
+
+// SupportsP2P is the kernel's cpu_supports_p2pdma: an AMD CPU of family
+// 0x17 (Zen) or later.
+func (c CPU) SupportsP2P() bool {
+	return c.Known && c.Arch == "x86" && c.Vendor == X86VendorAMD && c.Family >= 0x17
+}
+
+// A Source fills a Topology: sysfs, or a machine model held in memory.
+// Every method may be called concurrently, each at most once per argument.
+type Source interface {
+	// Chain returns the function's root bus and its upstream chain from the
+	// function on the root bus down to a itself (a is last).
+	Chain(a Addr) (RootBus, []Addr, error)
+	// Attrs returns the function's attributes.
+	Attrs(a Addr) (Attrs, error)
+	// ACS returns the function's ACS state.
+	ACS(a Addr) (ACS, error)
+	// HostBridge returns what the whitelist check sees of a root bus.
+	HostBridge(r RootBus) (HostBridge, error)
+	// CPU returns the boot CPU.
+	CPU() (CPU, error)
+	// Functions lists every function, in enumeration order.
+	Functions() ([]Addr, error)
+}
+
+// Function is one PCI function of a Topology. Its attributes and ACS state
+// are read from the source the first time they are needed.
+type Function struct {
+	Addr Addr
+	// Upstream is the kernel's pci_upstream_bridge: the bridge above the
+	// function (for a virtual function, the one above its physical
+	// function); nil on a root bus.
+	Upstream *Function
+	// Root is the root bus the function hangs from.
+	Root RootBus
+	// Depth counts the bridges above the function: 0 on a root bus.
+	Depth int
+
+	src Source
+
+	attrsOnce sync.Once
+	attrs     Attrs
+	attrsErr  error
+
+	acsOnce sync.Once
+	acs     ACS
+	acsErr  error
+}
+
+// Attrs returns the function's attributes, reading them once.
+func (f *Function) Attrs() (Attrs, error) {
+	f.attrsOnce.Do(func() {
+		f.attrs, f.attrsErr = f.src.Attrs(f.Addr)
+		if f.attrsErr != nil {
+			f.attrs.NUMANode = -1
+		}
+	})
+	return f.attrs, f.attrsErr
+}
+
+// ACS returns the function's ACS state, reading it once. An error reading
+// it is reported as unknown ACS, which the rule treats like the kernel
+// treats an unreadable register: not proof of direct routing.
+func (f *Function) ACS() ACS {
+	f.acsOnce.Do(func() {
+		f.acs, f.acsErr = f.src.ACS(f.Addr)
+		if f.acsErr != nil {
+			f.acs = ACS{}
+		}
+	})
+	return f.acs
+}
+
+// Topology is the PCI hierarchy of one machine as far as it has been asked
+// about. It is safe for concurrent use.
+type Topology struct {
+	src Source
+
+	mu     sync.Mutex
+	fns    map[Addr]*Function
+	bad    map[Addr]error
+	hbs    map[RootBus]*hostBridgeEntry
+	cpu    *CPU
+	cpuErr error
+	all    []Addr
+}
+
+type hostBridgeEntry struct {
+	hb  HostBridge
+	err error
+}
+
+// NewTopology returns a topology filled lazily from src.
+func NewTopology(src Source) *Topology {
+	return &Topology{
+		src: src,
+		fns: make(map[Addr]*Function),
+		bad: make(map[Addr]error),
+		hbs: make(map[RootBus]*hostBridgeEntry),
+	}
+}
+
+// Function returns the function at a, reading its chain on first use.
+func (t *Topology) Function(a Addr) (*Function, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.functionLocked(a)
+}
+
+func (t *Topology) functionLocked(a Addr) (*Function, error) {
+	if f, ok := t.fns[a]; ok {
+		return f, nil
+	}
+	if err, ok := t.bad[a]; ok {
+		return nil, err
+	}
+	root, chain, err := t.src.Chain(a)
+	if err == nil && (len(chain) == 0 || chain[len(chain)-1] != a) {
+		err = fmt.Errorf("%w: %s: malformed upstream chain", ErrNoFunction, a)
+	}
+	if err != nil {
+		t.bad[a] = err
+		return nil, err
+	}
+	var up *Function
+	for i, c := range chain {
+		f, ok := t.fns[c]
+		if !ok {
+			f = &Function{Addr: c, Upstream: up, Root: root, Depth: i, src: t.src}
+			t.fns[c] = f
+		}
+		up = f
+	}
+	return up, nil
+}
+
+// CPU returns the boot CPU, reading it once.
+func (t *Topology) CPU() (CPU, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cpu == nil {
+		c, err := t.src.CPU()
+		t.cpu, t.cpuErr = &c, err
+	}
+	return *t.cpu, t.cpuErr
+}
+
+// HostBridge returns the root bus's whitelist view, reading it once.
+func (t *Topology) HostBridge(r RootBus) (HostBridge, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, ok := t.hbs[r]
+	if !ok {
+		hb, err := t.src.HostBridge(r)
+		hb.Root = r
+		e = &hostBridgeEntry{hb, err}
+		t.hbs[r] = e
+	}
+	return e.hb, e.err
+}
+
+// Functions lists every function of the machine in enumeration order.
+func (t *Topology) Functions() ([]Addr, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.all == nil {
+		all, err := t.src.Functions()
+		if err != nil {
+			return nil, err
+		}
+		sort.Slice(all, func(i, j int) bool { return all[i].Less(all[j]) })
+		t.all = all
+	}
+	return t.all, nil
+}
+
+// Accelerators lists the GPUs and accelerators (Attrs.IsAccelerator).
+func (t *Topology) Accelerators() ([]Addr, error) {
+	return t.filter(Attrs.IsAccelerator)
+}
+
+func (t *Topology) filter(keep func(Attrs) bool) ([]Addr, error) {
+	all, err := t.Functions()
+	if err != nil {
+		return nil, err
+	}
+	var out []Addr
+	for _, a := range all {
+		f, err := t.Function(a)
+		if err != nil {
+			continue
+		}
+		if at, err := f.Attrs(); err == nil && keep(at) {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// commonAncestor returns the lowest function on both upstream chains (each
+// chain includes its function), or nil: the first a, climbing from the
+// provider, that the client's climb meets, as calc_map_type_and_dist finds it.
+func commonAncestor(p, c *Function) *Function {
+	if p.Root != c.Root {
+		return nil
+	}
+	for p.Depth > c.Depth {
+		p = p.Upstream
+	}
+	for c.Depth > p.Depth {
+		c = c.Upstream
+	}
+	for p != c {
+		if p == nil || c == nil {
+			return nil
+		}
+		p, c = p.Upstream, c.Upstream
+	}
+	return p
+}

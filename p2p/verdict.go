@@ -1,0 +1,251 @@
+package p2p
+
+import (
+	"fmt"
+	"strings"
+)
+
+// SourceComputed names verdicts the oracle worked out from the PCI topology.
+const SourceComputed = "computed"
+
+// Verdict is the oracle's answer for one (provider, client) pair: the
+// provider owns the memory, the client DMAs into it.
+type Verdict struct {
+	Provider Addr `json:"provider"`
+	Client   Addr `json:"client"`
+	// MapType and Distance are the kernel's calc_map_type_and_dist result.
+	// Distance is the number of hops of the path the rule walked; the
+	// kernel's pci_p2pdma_distance reports -1 instead when MapType is
+	// NOT_SUPPORTED (see KernelDistance).
+	MapType  MapType   `json:"map_type"`
+	Distance int       `json:"distance"`
+	Path     PathClass `json:"path"`
+	Rule     Rule      `json:"rule"`
+	// CommonBridge is the lowest function both upstream chains share, when
+	// there is one (the switch port where the path turns around).
+	CommonBridge *Addr `json:"common_bridge,omitempty"`
+	// ACSRedirect lists the functions on the path with RR, CR or EC set in
+	// ACS Control: the ones pci=disable_acs_redir= would name.
+	ACSRedirect []Addr `json:"acs_redirect"`
+	// ACSUnknown lists the functions on the path whose ACS state could not
+	// be read (config space past 64 bytes needs CAP_SYS_ADMIN).
+	ACSUnknown []Addr `json:"acs_unknown,omitempty"`
+	// Certain is false when something the rule needs could not be read and
+	// the verdict took the kernel-safe branch (it assumed redirection and
+	// refused what it could not prove allowed).
+	Certain bool `json:"certain"`
+	// Whitelist is the host-bridge whitelist entry that allowed the path.
+	Whitelist *WhitelistEntry `json:"-"`
+	// Source says where the verdict came from: "computed" here.
+	Source string `json:"source"`
+	// Reason explains the verdict in a sentence or two; Hint, when set, is
+	// what an administrator can change (the kernel's own advice).
+	Reason string `json:"reason"`
+	Hint   string `json:"hint,omitempty"`
+}
+
+// KernelDistance is what pci_p2pdma_distance returns: the distance, or -1
+// when the kernel refuses the mapping.
+func (v *Verdict) KernelDistance() int {
+	if !v.MapType.Supported() {
+		return -1
+	}
+	return v.Distance
+}
+
+// computeVerdict applies the kernel's calc_map_type_and_dist to p and c.
+func (t *Topology) computeVerdict(p, c *Function) *Verdict {
+	v := &Verdict{Provider: p.Addr, Client: c.Addr, Source: SourceComputed, Certain: true, ACSRedirect: []Addr{}}
+	lca := commonAncestor(p, c)
+	if lca == nil {
+		// No common upstream bridge: each side counts its whole chain,
+		// itself included, and ACS on the way does not matter.
+		v.Distance = p.Depth + 1 + c.Depth + 1
+		v.MapType = MapThruHostBridge
+		t.hostBridgeCheck(v, p, c, false)
+		v.Path = t.pathClass(p, c, nil)
+		return v
+	}
+	v.Distance = (p.Depth - lca.Depth) + (c.Depth - lca.Depth)
+	if lca != p || lca != c {
+		a := lca.Addr
+		v.CommonBridge = &a
+	}
+	// ACS is checked on the provider's side up to and including the common
+	// ancestor, and on the client's side below it.
+	for f := p; ; f = f.Upstream {
+		v.noteACS(f)
+		if f == lca {
+			break
+		}
+	}
+	for f := c; f != lca; f = f.Upstream {
+		v.noteACS(f)
+	}
+	v.Path = t.pathClass(p, c, lca)
+	if len(v.ACSRedirect) == 0 && len(v.ACSUnknown) == 0 {
+		v.MapType = MapBusAddr
+		v.Rule = RuleCommonBridge
+		if p == c {
+			v.Rule = RuleSameFunction
+		}
+		v.Reason = busAddrReason(v, p == c)
+		return v
+	}
+	v.MapType = MapThruHostBridge
+	if len(v.ACSRedirect) == 0 {
+		v.Certain = false
+	}
+	t.hostBridgeCheck(v, p, c, true)
+	return v
+}
+
+func (v *Verdict) noteACS(f *Function) {
+	acs := f.ACS()
+	switch {
+	case !acs.Known:
+		v.ACSUnknown = append(v.ACSUnknown, f.Addr)
+	case acs.Redirects():
+		v.ACSRedirect = append(v.ACSRedirect, f.Addr)
+	}
+}
+
+// hostBridgeCheck decides a THRU_HOST_BRIDGE path: the CPU rule, then the
+// whitelist; refused when neither passes.
+func (t *Topology) hostBridgeCheck(v *Verdict, p, c *Function, acsPath bool) {
+	var why strings.Builder
+	if acsPath {
+		why.WriteString(acsReason(v))
+	} else {
+		fmt.Fprintf(&why, "%s and %s share no upstream bridge, so the path goes through the host bridge", p.Addr, c.Addr)
+		if p.Root != c.Root {
+			fmt.Fprintf(&why, "s of %s and %s", p.Root, c.Root)
+		} else {
+			fmt.Fprintf(&why, " of %s", p.Root)
+		}
+		why.WriteString(". ")
+	}
+
+	cpu, cpuErr := t.CPU()
+	if cpu.SupportsP2P() {
+		v.Rule = RuleCPU
+		fmt.Fprintf(&why, "The %s family 0x%x CPU supports P2P DMA through its host bridges (THRU_HOST_BRIDGE, distance %d).", cpu.VendorName(), cpu.Family, v.Distance)
+		v.Reason = why.String()
+		return
+	}
+	cpuKnown := cpuErr == nil && cpu.Known
+
+	var hv hostBridgeVerdict
+	if p.Root == c.Root {
+		hb, err := t.HostBridge(p.Root)
+		hv = whitelisted(hb, true)
+		if err != nil {
+			hv = hostBridgeVerdict{why: err.Error()}
+		}
+	} else {
+		hbA, errA := t.HostBridge(p.Root)
+		hbB, errB := t.HostBridge(c.Root)
+		a, b := whitelisted(hbA, false), whitelisted(hbB, false)
+		switch {
+		case errA != nil:
+			hv = hostBridgeVerdict{why: errA.Error()}
+		case errB != nil:
+			hv = hostBridgeVerdict{why: errB.Error()}
+		case !a.ok:
+			hv = a
+		case !b.ok:
+			hv = b
+		default:
+			hv = a
+		}
+	}
+	if hv.ok {
+		v.Rule = RuleWhitelist
+		v.Whitelist = hv.entry
+		fmt.Fprintf(&why, "The host bridge (%s, %s) is in the kernel's P2PDMA whitelist (THRU_HOST_BRIDGE, distance %d).", hexID(hv.entry.Vendor, uint16(max(hv.entry.Device, 0))), hv.entry.Note, v.Distance)
+		if hv.entry.Device == AnyDevice {
+			why.Reset()
+			fmt.Fprintf(&why, "%sAll %s host bridges are in the kernel's P2PDMA whitelist (THRU_HOST_BRIDGE, distance %d).", acsOrPrefix(v, p, c, acsPath), hv.entry.Note, v.Distance)
+		}
+		v.Reason = why.String()
+		return
+	}
+	v.MapType = MapNotSupported
+	v.Rule = RuleHostBridge
+	if !hv.known || !cpuKnown {
+		v.Certain = false
+	}
+	fmt.Fprintf(&why, "%s cannot be used for peer-to-peer DMA as the client and provider (%s) do not share an upstream bridge or whitelisted host bridge: %s", c.Addr, p.Addr, hv.why)
+	if !cpuKnown {
+		why.WriteString("; the CPU could not be identified, so the AMD rule was not applied")
+	} else {
+		fmt.Fprintf(&why, "; the %s CPU does not qualify for the CPU rule (AMD family 0x17 or later)", cpu.VendorName())
+	}
+	why.WriteString(".")
+	v.Reason = why.String()
+}
+
+func acsOrPrefix(v *Verdict, p, c *Function, acsPath bool) string {
+	if acsPath {
+		return acsReason(v)
+	}
+	return fmt.Sprintf("%s and %s share no upstream bridge, so the path goes through the host bridge. ", p.Addr, c.Addr)
+}
+
+// acsReason explains an ACS-forced detour and sets the kernel's hint.
+func acsReason(v *Verdict) string {
+	var b strings.Builder
+	if len(v.ACSRedirect) > 0 {
+		fmt.Fprintf(&b, "ACS redirect is set between the client and provider (%s) at %s, so peer traffic is routed up to the root complex. ", v.Provider, joinAddrs(v.ACSRedirect, ", "))
+		var ids []string
+		for _, a := range v.ACSRedirect {
+			ids = append(ids, a.Short())
+		}
+		v.Hint = "to disable ACS redirect for this path, add the kernel parameter: pci=disable_acs_redir=" + strings.Join(ids, ";")
+	}
+	if len(v.ACSUnknown) > 0 {
+		fmt.Fprintf(&b, "The ACS state of %s is unknown (config space past 64 bytes needs CAP_SYS_ADMIN), so the path is assumed to be redirected through the root complex; run as root, or read a topology file written by `efap2p export` as root, for a certain answer. ", joinAddrs(v.ACSUnknown, ", "))
+	}
+	return b.String()
+}
+
+func busAddrReason(v *Verdict, same bool) string {
+	if same {
+		return "Provider and client are the same function (BUS_ADDR, distance 0)."
+	}
+	return fmt.Sprintf("%s and %s share the upstream bridge %s and no ACS redirect is set on the path, so traffic turns around there without reaching the host bridge (BUS_ADDR, distance %d).", v.Client, v.Provider, v.CommonBridge, v.Distance)
+}
+
+func joinAddrs(as []Addr, sep string) string {
+	s := make([]string, len(as))
+	for i, a := range as {
+		s[i] = a.String()
+	}
+	return strings.Join(s, sep)
+}
+
+// pathClass names the path as NCCL and nvidia-smi do. Below a common
+// bridge, a path that climbs at most two levels on each side (a downstream
+// port, then the switch's upstream port) stays inside one switch: PIX;
+// longer ones cross several bridges: PXB. Without a common bridge: PHB under
+// one host bridge, NODE across host bridges of one NUMA node, SYS across
+// NUMA nodes (or when a NUMA node is unknown).
+func (t *Topology) pathClass(p, c, lca *Function) PathClass {
+	switch {
+	case p == c:
+		return PathLOC
+	case lca != nil:
+		if p.Depth-lca.Depth <= 2 && c.Depth-lca.Depth <= 2 {
+			return PathPIX
+		}
+		return PathPXB
+	case p.Root == c.Root:
+		return PathPHB
+	}
+	pa, errP := p.Attrs()
+	ca, errC := c.Attrs()
+	if errP == nil && errC == nil && pa.NUMANode >= 0 && pa.NUMANode == ca.NUMANode {
+		return PathNODE
+	}
+	return PathSYS
+}

@@ -1,0 +1,296 @@
+package sim
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/efap2p/efap2p/p2p"
+)
+
+// WriteOptions tune the written tree.
+type WriteOptions struct {
+	// ConfigBytes, when set, truncates every config file to that many
+	// bytes: 64 shows the tree as a process without CAP_SYS_ADMIN sees it.
+	ConfigBytes int
+}
+
+// Uverbs device numbers: the uverbs character devices use major 231 and
+// minors from 192 (ib_uverbs' IB_UVERBS_BASE_MINOR).
+const (
+	UverbsMajor     = 231
+	UverbsBaseMinor = 192
+)
+
+// EmulatorConfigName is the file, at the root of a written tree, that tells
+// the preload emulator (libefasim) the model's EFA devices and verdicts.
+const EmulatorConfigName = "efasim.conf"
+
+// Write writes the model as a sysfs tree under dir (created if needed),
+// shaped as the kernel shapes /sys, plus the emulator's configuration.
+func (m *Machine) Write(dir string, opt WriteOptions) error {
+	w := &treeWriter{m: m, dir: dir, opt: opt, devDir: map[p2p.Addr]string{}}
+	return w.write()
+}
+
+type treeWriter struct {
+	m      *Machine
+	dir    string
+	opt    WriteOptions
+	devDir map[p2p.Addr]string // absolute directory of each function
+	err    error
+}
+
+func (w *treeWriter) write() error {
+	if err := os.MkdirAll(w.dir, 0o755); err != nil {
+		return err
+	}
+	for _, d := range []string{"bus/pci/devices", "bus/pci/drivers", "class/infiniband", "class/infiniband_verbs", "devices/system/cpu"} {
+		w.mkdir(filepath.Join(w.dir, d))
+	}
+	for i := range w.m.RootBuses {
+		rb := &w.m.RootBuses[i]
+		rbDir := filepath.Join(w.dir, "devices", p2p.RootBus{Domain: uint32(rb.Domain), Bus: uint8(rb.Bus)}.String())
+		w.mkdir(rbDir)
+		w.functions(rbDir, rb.Functions)
+	}
+	w.file(filepath.Join(w.dir, "devices/system/cpu/modalias"), w.m.CPU.Modalias()+"\n")
+	w.file(filepath.Join(w.dir, "class/infiniband_verbs/abi_version"), "6\n")
+	for i, f := range w.m.EFANICs() {
+		w.efa(i, f)
+	}
+	w.acpi()
+	if w.err != nil {
+		return w.err
+	}
+	conf, err := w.m.EmulatorConfig()
+	if err != nil {
+		return err
+	}
+	w.file(filepath.Join(w.dir, EmulatorConfigName), conf)
+	return w.err
+}
+
+func (w *treeWriter) functions(parentDir string, fns []*Function) {
+	for _, f := range fns {
+		w.function(parentDir, f)
+		for i, vf := range f.VFs {
+			w.function(parentDir, vf)
+			w.link(filepath.Join(w.devDir[vf.Addr], "physfn"), w.devDir[f.Addr])
+			w.link(filepath.Join(w.devDir[f.Addr], fmt.Sprintf("virtfn%d", i)), w.devDir[vf.Addr])
+		}
+		if len(f.VFs) > 0 {
+			w.file(filepath.Join(w.devDir[f.Addr], "sriov_numvfs"), fmt.Sprintf("%d\n", len(f.VFs)))
+			w.file(filepath.Join(w.devDir[f.Addr], "sriov_totalvfs"), fmt.Sprintf("%d\n", len(f.VFs)))
+		}
+		if len(f.Children) > 0 {
+			w.functions(w.devDir[f.Addr], f.Children)
+		}
+	}
+}
+
+func (w *treeWriter) function(parentDir string, f *Function) {
+	d := filepath.Join(parentDir, f.Addr.String())
+	w.devDir[f.Addr] = d
+	w.mkdir(d)
+	sv, sd := f.Vendor, f.Device
+	if f.SubVendor != nil {
+		sv = *f.SubVendor
+	}
+	if f.SubDevice != nil {
+		sd = *f.SubDevice
+	}
+	attrs := [][2]string{
+		{"vendor", fmt.Sprintf("0x%04x", uint32(f.Vendor))},
+		{"device", fmt.Sprintf("0x%04x", uint32(f.Device))},
+		{"subsystem_vendor", fmt.Sprintf("0x%04x", uint32(sv))},
+		{"subsystem_device", fmt.Sprintf("0x%04x", uint32(sd))},
+		{"class", fmt.Sprintf("0x%06x", uint32(f.Class))},
+		{"revision", "0x00"},
+		{"numa_node", fmt.Sprintf("%d", f.NUMA())},
+		{"modalias", fmt.Sprintf("pci:v%08Xd%08Xsv%08Xsd%08Xbc%02Xsc%02Xi%02X", uint32(f.Vendor), uint32(f.Device), uint32(sv), uint32(sd), uint32(f.Class)>>16, uint32(f.Class)>>8&0xff, uint32(f.Class)&0xff)},
+	}
+	if f.Link.Speed != "" {
+		attrs = append(attrs,
+			[2]string{"current_link_speed", f.Link.Speed},
+			[2]string{"max_link_speed", f.Link.Speed},
+			[2]string{"current_link_width", fmt.Sprintf("%d", f.Link.Width)},
+			[2]string{"max_link_width", fmt.Sprintf("%d", f.Link.Width)})
+	}
+	for _, a := range attrs {
+		w.file(filepath.Join(d, a[0]), a[1]+"\n")
+	}
+	cfg := w.m.ConfigSpace(f)
+	if n := w.opt.ConfigBytes; n > 0 && n < len(cfg) {
+		cfg = cfg[:n]
+	}
+	w.file(filepath.Join(d, "config"), string(cfg))
+	w.link(filepath.Join(w.dir, "bus/pci/devices", f.Addr.String()), d)
+	if f.Driver != "" {
+		drv := filepath.Join(w.dir, "bus/pci/drivers", f.Driver)
+		w.mkdir(drv)
+		w.link(filepath.Join(d, "driver"), drv)
+		w.link(filepath.Join(drv, f.Addr.String()), d)
+	}
+}
+
+// efa writes the RDMA class entries of the i-th EFA NIC, as ib_core and
+// ib_uverbs lay them out under the PCI function.
+func (w *treeWriter) efa(i int, f *Function) {
+	at := w.m.EFAAttrs(f)
+	fnDir := w.devDir[f.Addr]
+	ib := filepath.Join(fnDir, "infiniband", at.IBDev)
+	w.mkdir(filepath.Join(ib, "ports/1/gids"))
+	w.mkdir(filepath.Join(ib, "ports/1/gid_attrs/types"))
+	w.mkdir(filepath.Join(ib, "ports/1/gid_attrs/ndevs"))
+	for _, a := range [][2]string{
+		{"node_type", "7: unspecified"},
+		{"node_guid", at.NodeGUID},
+		{"sys_image_guid", at.NodeGUID},
+		{"fw_ver", at.FWVer},
+		{"hw_rev", fmt.Sprintf("0x%x", uint32(f.Device))},
+		{"board_id", at.BoardID},
+		{"node_desc", at.IBDev},
+		{"hca_type", ""},
+		{"ports/1/state", "4: ACTIVE"},
+		{"ports/1/phys_state", "5: LinkUp"},
+		{"ports/1/link_layer", "Unspecified"},
+		{"ports/1/rate", "100 Gb/sec (4X EDR)"},
+		{"ports/1/lid", "0x0"},
+		{"ports/1/sm_lid", "0x0"},
+		{"ports/1/lid_mask_count", "0"},
+		{"ports/1/cap_mask", "0x00000000"},
+		{"ports/1/gids/0", at.GID},
+		{"ports/1/gid_attrs/types/0", "IB/RoCE v1"},
+		{"ports/1/gid_attrs/ndevs/0", ""},
+	} {
+		w.file(filepath.Join(ib, a[0]), a[1]+"\n")
+	}
+	w.link(filepath.Join(ib, "device"), fnDir)
+	w.link(filepath.Join(w.dir, "class/infiniband", at.IBDev), ib)
+
+	name := fmt.Sprintf("uverbs%d", i)
+	uv := filepath.Join(fnDir, "infiniband_verbs", name)
+	w.mkdir(uv)
+	w.file(filepath.Join(uv, "ibdev"), at.IBDev+"\n")
+	w.file(filepath.Join(uv, "abi_version"), "1\n")
+	w.file(filepath.Join(uv, "dev"), fmt.Sprintf("%d:%d\n", UverbsMajor, UverbsBaseMinor+i))
+	w.link(filepath.Join(uv, "device"), fnDir)
+	w.link(filepath.Join(w.dir, "class/infiniband_verbs", name), uv)
+}
+
+// acpi writes the proposed ACPI P2P table:
+// firmware/acpi/p2p/<function>/<peer>/{latency_ns,bandwidth_mbs}.
+func (w *treeWriter) acpi() {
+	for _, p := range w.m.ACPIP2P {
+		d := filepath.Join(w.dir, "firmware/acpi/p2p", p.Function.String(), p.Peer.String())
+		w.mkdir(d)
+		w.file(filepath.Join(d, "latency_ns"), fmt.Sprintf("%d\n", p.LatencyNs))
+		w.file(filepath.Join(d, "bandwidth_mbs"), fmt.Sprintf("%d\n", p.BandwidthMBs))
+	}
+}
+
+func (w *treeWriter) mkdir(d string) {
+	if w.err == nil {
+		w.err = os.MkdirAll(d, 0o755)
+	}
+}
+
+func (w *treeWriter) file(p, content string) {
+	if w.err == nil {
+		w.err = os.WriteFile(p, []byte(content), 0o444)
+	}
+}
+
+// link makes a relative symlink at p pointing to target, as sysfs does.
+func (w *treeWriter) link(p, target string) {
+	if w.err != nil {
+		return
+	}
+	rel, err := filepath.Rel(filepath.Dir(p), target)
+	if err != nil {
+		w.err = err
+		return
+	}
+	if err := os.Symlink(rel, p); err != nil && !errors.Is(err, os.ErrExist) {
+		w.err = err
+	}
+}
+
+// EmulatorConfig returns the preload emulator's configuration for the
+// model: one line per EFA device (its uverbs index, names and attributes),
+// one per PCI function (address and driver, for dma-buf owners), and one
+// per expected verdict (what the emulated kernel does with a dma-buf
+// registration from that NIC into memory owned by that function).
+//
+//	efasim 1
+//	function <pci> <vendor> <device> <class> <driver|->
+//	device <uverbsN> <ibdev> <pci> key=value ...
+//	verdict <nic-pci> <owner-pci> p2p|bounced|refused
+func (m *Machine) EmulatorConfig() (string, error) {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "efasim 1\n# machine %s; written by efap2p sim write\n", m.Name)
+	for _, f := range m.Functions() {
+		drv := f.Driver
+		if drv == "" {
+			drv = "-"
+		}
+		fmt.Fprintf(&b, "function %s %04x %04x %06x %s\n", f.Addr, uint32(f.Vendor), uint32(f.Device), uint32(f.Class), drv)
+	}
+	for i, f := range m.EFANICs() {
+		at := m.EFAAttrs(f)
+		caps, err := at.KernelCaps()
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", f.Addr, err)
+		}
+		blocked := 0
+		if at.PeerAccessBlocked {
+			blocked = 1
+		}
+		sd := f.Device
+		if f.SubDevice != nil {
+			sd = *f.SubDevice
+		}
+		kv := []string{
+			fmt.Sprintf("vendor_id=0x%04x", uint32(f.Vendor)),
+			fmt.Sprintf("vendor_part_id=0x%04x", uint32(f.Device)),
+			fmt.Sprintf("hw_ver=0x%x", uint32(sd)),
+			fmt.Sprintf("fw_ver=%s", at.FWVer),
+			fmt.Sprintf("node_guid=%s", at.NodeGUID),
+			fmt.Sprintf("max_qp=%d", at.MaxQP),
+			fmt.Sprintf("max_cq=%d", at.MaxCQ),
+			fmt.Sprintf("max_cqe=%d", at.MaxCQE),
+			fmt.Sprintf("max_mr=%d", at.MaxMR),
+			fmt.Sprintf("max_pd=%d", at.MaxPD),
+			fmt.Sprintf("max_ah=%d", at.MaxAH),
+			fmt.Sprintf("max_mr_size=0x%x", at.MaxMRSize),
+			fmt.Sprintf("page_size_cap=0x%x", at.PageSizeCap),
+			fmt.Sprintf("max_sq_wr=%d", at.MaxSQWR),
+			fmt.Sprintf("max_rq_wr=%d", at.MaxRQWR),
+			fmt.Sprintf("max_sq_sge=%d", at.MaxSQSGE),
+			fmt.Sprintf("max_rq_sge=%d", at.MaxRQSGE),
+			fmt.Sprintf("max_wr_rdma_sge=%d", at.MaxWRRDMASGE),
+			fmt.Sprintf("max_rdma_size=%d", at.MaxRDMASize),
+			fmt.Sprintf("inline_buf_size=%d", at.InlineBuf),
+			fmt.Sprintf("max_llq_size=%d", at.MaxLLQSize),
+			fmt.Sprintf("sub_cqs_per_cq=%d", at.SubCQsPerCQ),
+			fmt.Sprintf("max_tx_batch=%d", at.MaxTxBatch),
+			fmt.Sprintf("min_sq_wr=%d", at.MinSQWR),
+			fmt.Sprintf("device_caps=0x%x", caps),
+			fmt.Sprintf("port_mtu=%d", at.PortMTU),
+			fmt.Sprintf("max_msg_sz=0x%x", at.MaxMsgSz),
+			fmt.Sprintf("peer_blocked=%d", blocked),
+			fmt.Sprintf("numa_node=%d", f.NUMA()),
+		}
+		fmt.Fprintf(&b, "device uverbs%d %s %s %s\n", i, at.IBDev, f.Addr, strings.Join(kv, " "))
+	}
+	for _, p := range m.Pairs() {
+		// The emulated kernel sees the NIC (client) attach to memory owned
+		// by the provider.
+		fmt.Fprintf(&b, "verdict %s %s %s\n", p.Client, p.Provider, p.ExpectedOutcome())
+	}
+	return b.String(), nil
+}
