@@ -3,7 +3,9 @@ package p2p
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
+	"sync/atomic"
 )
 
 // Oracle answers pairwise P2P questions for one machine and caches every
@@ -12,15 +14,33 @@ import (
 type Oracle struct {
 	topo *Topology
 
-	mu    sync.RWMutex
-	cache map[pair]*Verdict
+	// Lookups read an immutable map through an atomic pointer, without a
+	// lock; new verdicts go to dirty under mu and are published in batches
+	// (a copy of read plus dirty) once enough lookups have missed read.
+	read   atomic.Pointer[map[uint64]*Verdict]
+	mu     sync.Mutex
+	dirty  map[uint64]*Verdict
+	misses int
+	wide   map[pair]*Verdict // pairs with a domain past 16 bits, under mu
 }
 
 type pair struct{ provider, client Addr }
 
+// pairKey packs a pair into 64 bits when both domains fit in 16.
+func pairKey(p, c Addr) (uint64, bool) {
+	if p.Domain > 0xffff || c.Domain > 0xffff {
+		return 0, false
+	}
+	pk := uint64(p.Domain)<<16 | uint64(p.Bus)<<8 | uint64(p.DevFn())
+	ck := uint64(c.Domain)<<16 | uint64(c.Bus)<<8 | uint64(c.DevFn())
+	return pk<<32 | ck, true
+}
+
 // NewOracle returns an oracle over topo.
 func NewOracle(topo *Topology) *Oracle {
-	return &Oracle{topo: topo, cache: make(map[pair]*Verdict)}
+	o := &Oracle{topo: topo, dirty: map[uint64]*Verdict{}, wide: map[pair]*Verdict{}}
+	o.read.Store(&map[uint64]*Verdict{})
+	return o
 }
 
 // Topology returns the topology the oracle reads.
@@ -28,35 +48,79 @@ func (o *Oracle) Topology() *Topology { return o.topo }
 
 // Verdict returns the kernel's verdict for a DMA from client into
 // provider's memory. The returned Verdict is shared: do not modify it.
-// A warm lookup does not allocate.
+// A warm lookup takes no lock and does not allocate.
 func (o *Oracle) Verdict(provider, client Addr) (*Verdict, error) {
-	k := pair{provider, client}
-	o.mu.RLock()
-	v, ok := o.cache[k]
-	o.mu.RUnlock()
+	k, narrow := pairKey(provider, client)
+	if narrow {
+		if v, ok := (*o.read.Load())[k]; ok {
+			return v, nil
+		}
+	}
+	o.mu.Lock()
+	var v *Verdict
+	var ok bool
+	if narrow {
+		if v, ok = o.dirty[k]; ok {
+			o.missed()
+		}
+	} else {
+		v, ok = o.wide[pair{provider, client}]
+	}
+	o.mu.Unlock()
 	if ok {
 		return v, nil
 	}
-	return o.compute(k)
+	return o.compute(provider, client, k, narrow)
 }
 
-func (o *Oracle) compute(k pair) (*Verdict, error) {
-	p, err := o.topo.Function(k.provider)
+// missed counts a lookup that read did not answer and publishes dirty once
+// the misses have paid for the copy (amortized O(1) a miss). Called with
+// mu held.
+func (o *Oracle) missed() {
+	o.misses++
+	old := *o.read.Load()
+	if o.misses < len(old)+len(o.dirty) {
+		return
+	}
+	next := make(map[uint64]*Verdict, len(old)+len(o.dirty))
+	for k, v := range old {
+		next[k] = v
+	}
+	for k, v := range o.dirty {
+		next[k] = v
+	}
+	o.read.Store(&next)
+	o.dirty = map[uint64]*Verdict{}
+	o.misses = 0
+}
+
+func (o *Oracle) compute(provider, client Addr, k uint64, narrow bool) (*Verdict, error) {
+	p, err := o.topo.Function(provider)
 	if err != nil {
 		return nil, fmt.Errorf("provider: %w", err)
 	}
-	c, err := o.topo.Function(k.client)
+	c, err := o.topo.Function(client)
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
 	v := o.topo.computeVerdict(p, c)
 	o.mu.Lock()
-	if old, ok := o.cache[k]; ok {
-		v = old // another goroutine won; keep one answer per pair
-	} else {
-		o.cache[k] = v
+	defer o.mu.Unlock()
+	if !narrow {
+		if old, ok := o.wide[pair{provider, client}]; ok {
+			return old, nil
+		}
+		o.wide[pair{provider, client}] = v
+		return v, nil
 	}
-	o.mu.Unlock()
+	if old, ok := (*o.read.Load())[k]; ok {
+		return old, nil // another goroutine won; keep one answer per pair
+	}
+	if old, ok := o.dirty[k]; ok {
+		return old, nil
+	}
+	o.dirty[k] = v
+	o.missed()
 	return v, nil
 }
 
@@ -87,4 +151,62 @@ func (o *Oracle) DistanceMany(provider Addr, clients []Addr) (int, []*Verdict, e
 		return -1, vs, nil
 	}
 	return total, vs, nil
+}
+
+// ReachesAccelerator reports whether the client (a NIC) gets P2P DMA into
+// at least one accelerator of the machine (PCI class 03 or 12). It asks
+// the nearest accelerators first (deepest common ancestor, then shortest
+// chain) and stops at the first allowed one, returning its verdict; when
+// none is allowed it returns the nearest refused verdict (nil without
+// accelerators).
+func (o *Oracle) ReachesAccelerator(client Addr) (bool, *Verdict, error) {
+	c, err := o.topo.Function(client)
+	if err != nil {
+		return false, nil, err
+	}
+	accels, err := o.topo.Accelerators()
+	if err != nil {
+		return false, nil, err
+	}
+	order := make([]*Function, 0, len(accels))
+	for _, a := range accels {
+		if a != c {
+			order = append(order, a)
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool { return nearer(order[i], order[j], c) })
+	var first *Verdict
+	for _, a := range order {
+		v, err := o.Verdict(a.Addr, client)
+		if err != nil {
+			return false, nil, err
+		}
+		if v.MapType.Supported() {
+			return true, v, nil
+		}
+		if first == nil {
+			first = v
+		}
+	}
+	return false, first, nil
+}
+
+// nearer orders candidate providers for a client: a deeper common ancestor
+// first, then the same root bus, then fewer hops.
+func nearer(a, b, c *Function) bool {
+	la, lb := commonAncestor(a, c), commonAncestor(b, c)
+	da, db := -1, -1
+	if la != nil {
+		da = la.Depth
+	}
+	if lb != nil {
+		db = lb.Depth
+	}
+	if da != db {
+		return da > db
+	}
+	if (a.Root == c.Root) != (b.Root == c.Root) {
+		return a.Root == c.Root
+	}
+	return a.Depth < b.Depth
 }

@@ -127,6 +127,9 @@ func ParseDevicePath(a Addr, path string) (RootBus, []Addr, error) {
 	return root, chain, nil
 }
 
+// Class implements Source.
+func (s *Sysfs) Class(a Addr) (uint32, error) { return s.readHex(s.devPath(a, "class")) }
+
 // Attrs implements Source.
 func (s *Sysfs) Attrs(a Addr) (Attrs, error) {
 	at := Attrs{NUMANode: -1}

@@ -26,10 +26,7 @@ type Attrs struct {
 // IsAccelerator reports whether the function is a GPU or an accelerator
 // whose memory a NIC would DMA into: PCI class 0x03 (display) or 0x12
 // (processing accelerator).
-func (a Attrs) IsAccelerator() bool {
-	base := a.Class >> 16
-	return base == 0x03 || base == 0x12
-}
+func (a Attrs) IsAccelerator() bool { return IsAcceleratorClass(a.Class) }
 
 // IsBridge reports a PCI-to-PCI bridge (class 0x0604).
 func (a Attrs) IsBridge() bool { return a.Class>>8 == 0x0604 }
@@ -103,6 +100,9 @@ type Source interface {
 	// Chain returns the function's root bus and its upstream chain from the
 	// function on the root bus down to a itself (a is last).
 	Chain(a Addr) (RootBus, []Addr, error)
+	// Class returns the function's PCI class alone (one attribute read),
+	// for scans over every function.
+	Class(a Addr) (uint32, error)
 	// Attrs returns the function's attributes.
 	Attrs(a Addr) (Attrs, error)
 	// ACS returns the function's ACS state.
@@ -137,6 +137,16 @@ type Function struct {
 	acsOnce sync.Once
 	acs     ACS
 	acsErr  error
+
+	classOnce sync.Once
+	class     uint32
+	classErr  error
+}
+
+// Class returns the function's PCI class, reading only that attribute once.
+func (f *Function) Class() (uint32, error) {
+	f.classOnce.Do(func() { f.class, f.classErr = f.src.Class(f.Addr) })
+	return f.class, f.classErr
 }
 
 // Attrs returns the function's attributes, reading them once.
@@ -175,6 +185,7 @@ type Topology struct {
 	cpu    *CPU
 	cpuErr error
 	all    []Addr
+	accels []*Function
 }
 
 type hostBridgeEntry struct {
@@ -266,27 +277,40 @@ func (t *Topology) Functions() ([]Addr, error) {
 	return t.all, nil
 }
 
-// Accelerators lists the GPUs and accelerators (Attrs.IsAccelerator).
-func (t *Topology) Accelerators() ([]Addr, error) {
-	return t.filter(Attrs.IsAccelerator)
-}
-
-func (t *Topology) filter(keep func(Attrs) bool) ([]Addr, error) {
+// Accelerators lists the GPUs and accelerators: PCI class 03 (display) or
+// 12 (processing accelerator). It reads the class of every function once.
+func (t *Topology) Accelerators() ([]*Function, error) {
+	t.mu.Lock()
+	done := t.accels != nil
+	t.mu.Unlock()
+	if done {
+		return t.accels, nil
+	}
 	all, err := t.Functions()
 	if err != nil {
 		return nil, err
 	}
-	var out []Addr
+	out := []*Function{}
 	for _, a := range all {
 		f, err := t.Function(a)
 		if err != nil {
 			continue
 		}
-		if at, err := f.Attrs(); err == nil && keep(at) {
-			out = append(out, a)
+		if c, err := f.Class(); err == nil && IsAcceleratorClass(c) {
+			out = append(out, f)
 		}
 	}
+	t.mu.Lock()
+	t.accels = out
+	t.mu.Unlock()
 	return out, nil
+}
+
+// IsAcceleratorClass reports PCI class 0x03 (display) or 0x12 (processing
+// accelerator): the devices whose memory a NIC would DMA into.
+func IsAcceleratorClass(class uint32) bool {
+	base := class >> 16
+	return base == 0x03 || base == 0x12
 }
 
 // commonAncestor returns the lowest function on both upstream chains (each

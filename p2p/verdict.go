@@ -110,8 +110,49 @@ func (v *Verdict) noteACS(f *Function) {
 	}
 }
 
-// hostBridgeCheck decides a THRU_HOST_BRIDGE path: the CPU rule, then the
-// whitelist; refused when neither passes.
+// hostDecision is the outcome of the host-bridge check for two root buses.
+type hostDecision struct {
+	cpu      CPU
+	cpuKnown bool
+	byCPU    bool              // cpu_supports_p2pdma passed
+	bridge   hostBridgeVerdict // the whitelist, when the CPU did not pass
+}
+
+func (d hostDecision) allowed() bool { return d.byCPU || d.bridge.ok }
+
+// hostDecide is the kernel's host-bridge check: the CPU rule, then the
+// whitelist (once with same_host_bridge when both sit under one bridge,
+// else both bridges must pass on their own).
+func (t *Topology) hostDecide(pr, cr RootBus) hostDecision {
+	var d hostDecision
+	cpu, err := t.CPU()
+	d.cpu, d.cpuKnown = cpu, err == nil && cpu.Known
+	if cpu.SupportsP2P() {
+		d.byCPU = true
+		return d
+	}
+	check := func(r RootBus, same bool) hostBridgeVerdict {
+		hb, err := t.HostBridge(r)
+		if err != nil {
+			return hostBridgeVerdict{why: err.Error()}
+		}
+		return whitelisted(hb, same)
+	}
+	if pr == cr {
+		d.bridge = check(pr, true)
+		return d
+	}
+	if d.bridge = check(pr, false); d.bridge.ok {
+		d.bridge = check(cr, false)
+	}
+	return d
+}
+
+// hostBridgeAllows reports whether the host-bridge check passes for a path
+// between the two root buses.
+func (t *Topology) hostBridgeAllows(pr, cr RootBus) bool { return t.hostDecide(pr, cr).allowed() }
+
+// hostBridgeCheck decides a THRU_HOST_BRIDGE path and explains it.
 func (t *Topology) hostBridgeCheck(v *Verdict, p, c *Function, acsPath bool) {
 	var why strings.Builder
 	if acsPath {
@@ -119,77 +160,40 @@ func (t *Topology) hostBridgeCheck(v *Verdict, p, c *Function, acsPath bool) {
 	} else {
 		fmt.Fprintf(&why, "%s and %s share no upstream bridge, so the path goes through the host bridge", p.Addr, c.Addr)
 		if p.Root != c.Root {
-			fmt.Fprintf(&why, "s of %s and %s", p.Root, c.Root)
+			fmt.Fprintf(&why, "s of %s and %s. ", p.Root, c.Root)
 		} else {
-			fmt.Fprintf(&why, " of %s", p.Root)
+			fmt.Fprintf(&why, " of %s. ", p.Root)
 		}
-		why.WriteString(". ")
 	}
-
-	cpu, cpuErr := t.CPU()
-	if cpu.SupportsP2P() {
+	d := t.hostDecide(p.Root, c.Root)
+	switch {
+	case d.byCPU:
 		v.Rule = RuleCPU
-		fmt.Fprintf(&why, "The %s family 0x%x CPU supports P2P DMA through its host bridges (THRU_HOST_BRIDGE, distance %d).", cpu.VendorName(), cpu.Family, v.Distance)
-		v.Reason = why.String()
-		return
-	}
-	cpuKnown := cpuErr == nil && cpu.Known
-
-	var hv hostBridgeVerdict
-	if p.Root == c.Root {
-		hb, err := t.HostBridge(p.Root)
-		hv = whitelisted(hb, true)
-		if err != nil {
-			hv = hostBridgeVerdict{why: err.Error()}
-		}
-	} else {
-		hbA, errA := t.HostBridge(p.Root)
-		hbB, errB := t.HostBridge(c.Root)
-		a, b := whitelisted(hbA, false), whitelisted(hbB, false)
-		switch {
-		case errA != nil:
-			hv = hostBridgeVerdict{why: errA.Error()}
-		case errB != nil:
-			hv = hostBridgeVerdict{why: errB.Error()}
-		case !a.ok:
-			hv = a
-		case !b.ok:
-			hv = b
-		default:
-			hv = a
-		}
-	}
-	if hv.ok {
+		fmt.Fprintf(&why, "The %s family 0x%x CPU supports P2P DMA through its host bridges (THRU_HOST_BRIDGE, distance %d).", d.cpu.VendorName(), d.cpu.Family, v.Distance)
+	case d.bridge.ok:
 		v.Rule = RuleWhitelist
-		v.Whitelist = hv.entry
-		fmt.Fprintf(&why, "The host bridge (%s, %s) is in the kernel's P2PDMA whitelist (THRU_HOST_BRIDGE, distance %d).", hexID(hv.entry.Vendor, uint16(max(hv.entry.Device, 0))), hv.entry.Note, v.Distance)
-		if hv.entry.Device == AnyDevice {
-			why.Reset()
-			fmt.Fprintf(&why, "%sAll %s host bridges are in the kernel's P2PDMA whitelist (THRU_HOST_BRIDGE, distance %d).", acsOrPrefix(v, p, c, acsPath), hv.entry.Note, v.Distance)
+		v.Whitelist = d.bridge.entry
+		e := d.bridge.entry
+		id := "every device of vendor " + hexID(e.Vendor, 0)[:4]
+		if e.Device != AnyDevice {
+			id = hexID(e.Vendor, uint16(e.Device))
 		}
-		v.Reason = why.String()
-		return
+		fmt.Fprintf(&why, "The host bridge (%s, %s) is in the kernel's P2PDMA whitelist (THRU_HOST_BRIDGE, distance %d).", id, e.Note, v.Distance)
+	default:
+		v.MapType = MapNotSupported
+		v.Rule = RuleHostBridge
+		if !d.bridge.known || !d.cpuKnown {
+			v.Certain = false
+		}
+		fmt.Fprintf(&why, "%s cannot be used for peer-to-peer DMA as the client and provider (%s) do not share an upstream bridge or whitelisted host bridge: %s", c.Addr, p.Addr, d.bridge.why)
+		if !d.cpuKnown {
+			why.WriteString("; the CPU could not be identified, so the AMD rule was not applied")
+		} else {
+			fmt.Fprintf(&why, "; the %s CPU does not qualify for the CPU rule (AMD family 0x17 or later)", d.cpu.VendorName())
+		}
+		why.WriteString(".")
 	}
-	v.MapType = MapNotSupported
-	v.Rule = RuleHostBridge
-	if !hv.known || !cpuKnown {
-		v.Certain = false
-	}
-	fmt.Fprintf(&why, "%s cannot be used for peer-to-peer DMA as the client and provider (%s) do not share an upstream bridge or whitelisted host bridge: %s", c.Addr, p.Addr, hv.why)
-	if !cpuKnown {
-		why.WriteString("; the CPU could not be identified, so the AMD rule was not applied")
-	} else {
-		fmt.Fprintf(&why, "; the %s CPU does not qualify for the CPU rule (AMD family 0x17 or later)", cpu.VendorName())
-	}
-	why.WriteString(".")
 	v.Reason = why.String()
-}
-
-func acsOrPrefix(v *Verdict, p, c *Function, acsPath bool) string {
-	if acsPath {
-		return acsReason(v)
-	}
-	return fmt.Sprintf("%s and %s share no upstream bridge, so the path goes through the host bridge. ", p.Addr, c.Addr)
 }
 
 // acsReason explains an ACS-forced detour and sets the kernel's hint.

@@ -35,6 +35,14 @@ func (s modelSource) Chain(a p2p.Addr) (p2p.RootBus, []p2p.Addr, error) {
 	return p2p.RootBus{Domain: uint32(f.root.Domain), Bus: uint8(f.root.Bus)}, chain, nil
 }
 
+func (s modelSource) Class(a p2p.Addr) (uint32, error) {
+	f, err := s.fn(a)
+	if err != nil {
+		return 0, err
+	}
+	return uint32(f.Class), nil
+}
+
 func (s modelSource) Attrs(a p2p.Addr) (p2p.Attrs, error) {
 	f, err := s.fn(a)
 	if err != nil {

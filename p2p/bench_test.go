@@ -1,0 +1,69 @@
+package p2p_test
+
+import (
+	"testing"
+
+	"github.com/efap2p/efap2p/p2p"
+	"github.com/efap2p/efap2p/sim"
+)
+
+// BenchmarkWarmVerdict is a cached pair lookup (target: <= 50 ns, 0 allocs).
+func BenchmarkWarmVerdict(b *testing.B) {
+	_, dir := writeModel(b, "p5.48xlarge", sim.WriteOptions{})
+	o, _ := openOracle(b, dir)
+	if _, err := o.Verdict(p5GPU, p5NIC); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		o.Verdict(p5GPU, p5NIC)
+	}
+}
+
+// BenchmarkColdP5AllNICs is the first P2P answer for every EFA NIC of
+// p5.48xlarge from a fresh oracle, sysfs reads included (target: <= 2 ms),
+// and counts the config dwords read per function on the paths.
+func BenchmarkColdP5AllNICs(b *testing.B) {
+	m, dir := writeModel(b, "p5.48xlarge", sim.WriteOptions{})
+	nics := m.EFANICs()
+	var st p2p.SysfsStats
+	for b.Loop() {
+		o, src := openOracle(b, dir)
+		for _, n := range nics {
+			if ok, _, err := o.ReachesAccelerator(n.Addr); err != nil || !ok {
+				b.Fatalf("%s: %v %v", n.Addr, ok, err)
+			}
+		}
+		st = src.Stats()
+	}
+	b.ReportMetric(float64(st.ConfigDwords), "dwords/op")
+	b.ReportMetric(float64(st.AttrReads), "attr-reads/op")
+}
+
+// BenchmarkColdP5GPUNICPairs is every GPU-NIC pair of p5.48xlarge from a
+// fresh oracle, sysfs reads included.
+func BenchmarkColdP5GPUNICPairs(b *testing.B) {
+	m, dir := writeModel(b, "p5.48xlarge", sim.WriteOptions{})
+	var gpus, nics []p2p.Addr
+	for _, f := range m.Functions() {
+		switch {
+		case f.EFA != nil:
+			nics = append(nics, f.Addr)
+		case f.Class>>16 == 0x03:
+			gpus = append(gpus, f.Addr)
+		}
+	}
+	var st p2p.SysfsStats
+	for b.Loop() {
+		o, src := openOracle(b, dir)
+		for _, g := range gpus {
+			for _, n := range nics {
+				if _, err := o.Verdict(g, n); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		st = src.Stats()
+	}
+	b.ReportMetric(float64(st.ConfigDwords), "dwords/op")
+}
