@@ -14,6 +14,8 @@ APT_PACKAGES = libibverbs-dev ibverbs-providers ibverbs-utils python3-pyverbs \
 	cmake pkg-config gcc g++ make valgrind graphviz
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# Tests write many small sysfs trees: on tmpfs when the machine has one.
+TEST_TMPDIR ?= $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm || echo $${TMPDIR:-/tmp})
 
 .PHONY: all deps build go-build c-build test go-test c-test vet run bench install clean fuzz
 
@@ -40,7 +42,8 @@ vet:
 		if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 go-test: go-build
-	$(GO) test ./...
+	TMPDIR=$(TEST_TMPDIR) $(GO) test ./...
+	TMPDIR=$(TEST_TMPDIR) $(GO) test -race ./p2p/
 
 c-test: c-build
 	cd $(BUILD)/cmake && ctest --output-on-failure

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# make fuzz: run every Go fuzz target for FUZZTIME (default 30s) each.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+t=${FUZZTIME:-30s}
+for pkg in $(go list ./...); do
+	dir=$(go list -f '{{.Dir}}' "$pkg")
+	for f in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //'); do
+		echo "== $pkg $f ($t)"
+		go test -run '^$' -fuzz "^$f\$" -fuzztime "$t" "$pkg"
+	done
+done
