@@ -99,9 +99,7 @@ func (o *Oracle) Matrix(addrs []Addr) (*Matrix, error) {
 		g.numa[i] = -1
 	}
 	for i := range fns {
-		if at, err := fns[i].Attrs(); err == nil {
-			g.numa[idx[i]] = int32(at.NUMANode)
-		}
+		g.numa[idx[i]] = int32(fns[i].NUMANode())
 	}
 	// The host-bridge outcome depends only on the two root buses.
 	hostOK := make([]bool, len(rootList)*len(rootList))

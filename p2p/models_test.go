@@ -1,7 +1,6 @@
 package p2p_test
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -16,10 +15,12 @@ type got struct {
 	Distance    int
 	Path        p2p.PathClass
 	ACSRedirect []p2p.Addr
+	Outcome     string
+	Policy      string
 }
 
 func want(p sim.Pair) got {
-	w := got{MapType: p.MapType, Distance: p.Distance, Path: p.Path, ACSRedirect: p.ACSRedirect}
+	w := got{MapType: p.MapType, Distance: p.Distance, Path: p.Path, ACSRedirect: p.ACSRedirect, Outcome: p.ExpectedOutcome(), Policy: p.Policy}
 	if w.ACSRedirect == nil {
 		w.ACSRedirect = []p2p.Addr{}
 	}
@@ -39,10 +40,13 @@ func checkModel(t *testing.T, m *sim.Machine, o *p2p.Oracle) {
 			t.Errorf("%s -> %s: %v", p.Provider, p.Client, err)
 			continue
 		}
-		g := got{v.MapType, v.Distance, v.Path, v.ACSRedirect}
+		g := got{v.MapType, v.Distance, v.Path, v.ACSRedirect, v.Outcome.String(), v.Policy}
 		w := want(p)
 		if w.Path == p2p.PathUnknown {
 			g.Path = p2p.PathUnknown
+		}
+		if w.Policy == "" {
+			g.Policy = ""
 		}
 		if diff := cmp.Diff(w, g); diff != "" {
 			t.Errorf("%s: provider %s, client %s (-want +got):\n%s\nwhy (model): %s\nreason (oracle): %s", m.Name, p.Provider, p.Client, diff, p.Why, v.Reason)
@@ -88,5 +92,3 @@ func TestModelsInMemory(t *testing.T) {
 		})
 	}
 }
-
-var _ = fmt.Sprint

@@ -13,6 +13,13 @@ import (
 // cache either). It is safe for concurrent use.
 type Oracle struct {
 	topo *Topology
+	opts Options
+	file *topoIndex // the topology file, when one was read
+	// fileErr is why the topology file was not used.
+	fileErr error
+
+	warnMu sync.Mutex
+	warned map[string]bool
 
 	// Lookups read an immutable map through an atomic pointer, without a
 	// lock; new verdicts go to dirty under mu and are published in batches
@@ -36,11 +43,49 @@ func pairKey(p, c Addr) (uint64, bool) {
 	return pk<<32 | ck, true
 }
 
-// NewOracle returns an oracle over topo.
-func NewOracle(topo *Topology) *Oracle {
-	o := &Oracle{topo: topo, dirty: map[uint64]*Verdict{}, wide: map[pair]*Verdict{}}
+// Options configure an Oracle.
+type Options struct {
+	// TopologyFile is a file written by `efap2p export`; its verdicts take
+	// precedence over the ACPI table and the computed ones. A file that
+	// cannot be used is reported once through Warnf and ignored.
+	TopologyFile string
+	// Warnf reports problems the oracle works around (each one once).
+	Warnf func(format string, args ...any)
+}
+
+// NewOracle returns an oracle over topo with default options.
+func NewOracle(topo *Topology) *Oracle { return NewOracleWith(topo, Options{}) }
+
+// NewOracleWith returns an oracle over topo.
+func NewOracleWith(topo *Topology, opts Options) *Oracle {
+	o := &Oracle{topo: topo, opts: opts, dirty: map[uint64]*Verdict{}, wide: map[pair]*Verdict{}, warned: map[string]bool{}}
 	o.read.Store(&map[uint64]*Verdict{})
+	if opts.TopologyFile != "" {
+		tf, err := ReadTopologyFile(opts.TopologyFile)
+		if err != nil {
+			o.fileErr = err
+			o.warn("%v; using the ACPI table and computed verdicts instead", err)
+		} else {
+			o.file = newTopoIndex(tf, opts.TopologyFile)
+			topo.addAccelerators(o.file.accels)
+		}
+	}
 	return o
+}
+
+// TopologyFileError returns why Options.TopologyFile is not in use, or nil.
+func (o *Oracle) TopologyFileError() error { return o.fileErr }
+
+// warn reports a problem once.
+func (o *Oracle) warn(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	o.warnMu.Lock()
+	seen := o.warned[msg]
+	o.warned[msg] = true
+	o.warnMu.Unlock()
+	if !seen && o.opts.Warnf != nil {
+		o.opts.Warnf("%s", msg)
+	}
 }
 
 // Topology returns the topology the oracle reads.
@@ -95,15 +140,10 @@ func (o *Oracle) missed() {
 }
 
 func (o *Oracle) compute(provider, client Addr, k uint64, narrow bool) (*Verdict, error) {
-	p, err := o.topo.Function(provider)
+	v, err := o.build(provider, client)
 	if err != nil {
-		return nil, fmt.Errorf("provider: %w", err)
+		return nil, err
 	}
-	c, err := o.topo.Function(client)
-	if err != nil {
-		return nil, fmt.Errorf("client: %w", err)
-	}
-	v := o.topo.computeVerdict(p, c)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if !narrow {
@@ -122,6 +162,78 @@ func (o *Oracle) compute(provider, client Addr, k uint64, narrow bool) (*Verdict
 	o.dirty[k] = v
 	o.missed()
 	return v, nil
+}
+
+// build works out a verdict from the sources in precedence order: the
+// topology file, else the kernel rule (with the ACPI table's reachability
+// in place of the host-bridge check where it has an entry), the exporter's
+// policy, and the NIC-level facts of the topology file.
+func (o *Oracle) build(provider, client Addr) (*Verdict, error) {
+	if o.file != nil {
+		if tp := o.file.pairs[pair{provider, client}]; tp != nil {
+			return o.file.verdict(tp), nil
+		}
+	}
+	p, err := o.topo.Function(provider)
+	if err != nil {
+		return nil, fmt.Errorf("provider: %w", err)
+	}
+	c, err := o.topo.Function(client)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	v := o.topo.computeVerdict(p, c)
+	v.fig = &figures{compute: func() (int, int) {
+		return bottleneckMBs(p, c, commonAncestor(p, c)), estimateLatency(v.Distance, v.Path)
+	}}
+
+	fig, reachable, decided, err := o.topo.acpiLookup(provider, client)
+	if err != nil {
+		o.warn("%v; ignoring the ACPI P2P table", err)
+		decided = false
+	}
+	if decided {
+		v.Source = SourceACPI
+		if reachable {
+			if !v.MapType.Supported() {
+				v.MapType, v.Rule, v.Certain = MapThruHostBridge, RuleACPI, true
+			}
+			v.addReason(fmt.Sprintf("The ACPI P2P table lists %s as reachable from %s (%d MB/s, %d ns).", provider, client, fig.BandwidthMBs, fig.LatencyNs))
+			computed := v.fig
+			v.fig = &figures{compute: func() (int, int) {
+				bw, lat := computed.get()
+				if fig.BandwidthMBs > 0 {
+					bw = fig.BandwidthMBs
+				}
+				if fig.LatencyNs > 0 {
+					lat = fig.LatencyNs
+				}
+				return bw, lat
+			}}
+		} else {
+			v.MapType, v.Rule, v.Certain = MapNotSupported, RuleACPI, true
+			v.addReason(fmt.Sprintf("The ACPI P2P table lists the peers %s reaches, and %s is not among them.", client, provider))
+		}
+	}
+	o.topo.applyPolicy(v, p, c)
+	if decided && !reachable {
+		v.Outcome = OutcomeRefused
+	}
+	if n, ok := o.fileBlocked(client); ok {
+		v.Outcome, v.Source = OutcomeRefused, SourceTopologyFile
+		v.addReason(blockedReason(o.file.name, n))
+	} else if cl, err := c.Class(); err == nil && cl>>16 == 0x02 && v.Outcome == OutcomeP2P && !decided {
+		v.addReason("Whether the NIC's firmware allows peer access cannot be seen in sysfs; where it does not, record it in a topology file (efap2p export --peer-blocked NIC) and point EFAP2P_TOPOLOGY at it.")
+	}
+	return v, nil
+}
+
+func (o *Oracle) fileBlocked(nic Addr) (*TopoNIC, bool) {
+	if o.file == nil {
+		return nil, false
+	}
+	n, ok := o.file.blocked[nic]
+	return n, ok
 }
 
 // ErrNoClients is returned by DistanceMany for an empty client list.
@@ -153,8 +265,9 @@ func (o *Oracle) DistanceMany(provider Addr, clients []Addr) (int, []*Verdict, e
 	return total, vs, nil
 }
 
-// ReachesAccelerator reports whether the client (a NIC) gets P2P DMA into
-// at least one accelerator of the machine (PCI class 03 or 12). It asks
+// ReachesAccelerator reports whether the client (a NIC) gets true P2P DMA
+// (Verdict.P2P: not refused, not bounced) into at least one accelerator of
+// the machine (PCI class 03 or 12, or listed in the topology file). It asks
 // the nearest accelerators first (deepest common ancestor, then shortest
 // chain) and stops at the first allowed one, returning its verdict; when
 // none is allowed it returns the nearest refused verdict (nil without
@@ -181,7 +294,7 @@ func (o *Oracle) ReachesAccelerator(client Addr) (bool, *Verdict, error) {
 		if err != nil {
 			return false, nil, err
 		}
-		if v.MapType.Supported() {
+		if v.P2P() {
 			return true, v, nil
 		}
 		if first == nil {

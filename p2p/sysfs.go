@@ -130,6 +130,46 @@ func ParseDevicePath(a Addr, path string) (RootBus, []Addr, error) {
 // Class implements Source.
 func (s *Sysfs) Class(a Addr) (uint32, error) { return s.readHex(s.devPath(a, "class")) }
 
+// Link implements Source.
+func (s *Sysfs) Link(a Addr) (float64, int, error) {
+	sp, err := s.readAttr(s.devPath(a, "current_link_speed"))
+	if err != nil {
+		return 0, 0, err
+	}
+	wd, err := s.readAttr(s.devPath(a, "current_link_width"))
+	if err != nil {
+		return 0, 0, err
+	}
+	w, _ := strconv.Atoi(wd)
+	return ParseLinkSpeed(sp), w, nil
+}
+
+// Driver implements Source.
+func (s *Sysfs) Driver(a Addr) (string, error) {
+	s.readlinks.Add(1)
+	t, err := os.Readlink(s.devPath(a, "driver"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return filepath.Base(t), nil
+}
+
+// NUMANode implements Source.
+func (s *Sysfs) NUMANode(a Addr) (int, error) {
+	b, err := s.readAttr(s.devPath(a, "numa_node"))
+	if err != nil {
+		return -1, err
+	}
+	n, err := strconv.Atoi(b)
+	if err != nil {
+		return -1, fmt.Errorf("%s: numa_node %q", a, b)
+	}
+	return n, nil
+}
+
 // Attrs implements Source.
 func (s *Sysfs) Attrs(a Addr) (Attrs, error) {
 	at := Attrs{NUMANode: -1}
@@ -262,6 +302,43 @@ func (s *Sysfs) Functions() ([]Addr, error) {
 		}
 	}
 	return out, nil
+}
+
+// DriverVersion implements DriverInfo from module/<name>/version.
+func (s *Sysfs) DriverVersion(module string) string {
+	v, err := s.readAttr(filepath.Join(s.root, "module", module, "version"))
+	if err != nil {
+		return ""
+	}
+	return v
+}
+
+// NVIDIATopoCheckOverride implements DriverInfo from the nvidia driver's
+// /proc/driver/nvidia/params ("GrdmaPciTopoCheckOverride: N"; the module
+// parameter is not visible under /sys/module). It is read only for the
+// real /sys: an emulated tree has no /proc of its own.
+func (s *Sysfs) NVIDIATopoCheckOverride() int {
+	if s.root != DefaultSysfsRoot {
+		return 0
+	}
+	data, err := os.ReadFile("/proc/driver/nvidia/params")
+	if err != nil {
+		return 0
+	}
+	return parseNVIDIAOverride(string(data))
+}
+
+func parseNVIDIAOverride(params string) int {
+	for _, line := range strings.Split(params, "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if ok && strings.TrimSpace(k) == "GrdmaPciTopoCheckOverride" {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err == nil && n >= 0 && n <= 2 {
+				return n
+			}
+		}
+	}
+	return 0
 }
 
 // hypervisorFeature is X86_FEATURE_HYPERVISOR as cpu modalias numbers it.

@@ -103,7 +103,15 @@ type Source interface {
 	// Class returns the function's PCI class alone (one attribute read),
 	// for scans over every function.
 	Class(a Addr) (uint32, error)
-	// Attrs returns the function's attributes.
+	// Link returns the function's current link speed (GT/s) and width;
+	// zeros when unknown.
+	Link(a Addr) (gts float64, width int, err error)
+	// Driver returns the name of the driver bound to the function, "" when
+	// none.
+	Driver(a Addr) (string, error)
+	// NUMANode returns the function's NUMA node, -1 when unknown.
+	NUMANode(a Addr) (int, error)
+	// Attrs returns all the function's attributes.
 	Attrs(a Addr) (Attrs, error)
 	// ACS returns the function's ACS state.
 	ACS(a Addr) (ACS, error)
@@ -141,6 +149,46 @@ type Function struct {
 	classOnce sync.Once
 	class     uint32
 	classErr  error
+
+	linkOnce  sync.Once
+	linkGTs   float64
+	linkWidth int
+
+	numaOnce sync.Once
+	numa     int
+
+	driverOnce sync.Once
+	driver     string
+}
+
+// Driver returns the driver bound to the function, read once ("" when none).
+func (f *Function) Driver() string {
+	f.driverOnce.Do(func() { f.driver, _ = f.src.Driver(f.Addr) })
+	return f.driver
+}
+
+// Link returns the function's current link (speed in GT/s, width), read
+// once; zeros when unknown.
+func (f *Function) Link() (float64, int) {
+	f.linkOnce.Do(func() {
+		g, w, err := f.src.Link(f.Addr)
+		if err == nil {
+			f.linkGTs, f.linkWidth = g, w
+		}
+	})
+	return f.linkGTs, f.linkWidth
+}
+
+// NUMANode returns the function's NUMA node, read once; -1 when unknown.
+func (f *Function) NUMANode() int {
+	f.numaOnce.Do(func() {
+		n, err := f.src.NUMANode(f.Addr)
+		if err != nil {
+			n = -1
+		}
+		f.numa = n
+	})
+	return f.numa
 }
 
 // Class returns the function's PCI class, reading only that attribute once.
@@ -178,14 +226,19 @@ func (f *Function) ACS() ACS {
 type Topology struct {
 	src Source
 
-	mu     sync.Mutex
-	fns    map[Addr]*Function
-	bad    map[Addr]error
-	hbs    map[RootBus]*hostBridgeEntry
-	cpu    *CPU
-	cpuErr error
-	all    []Addr
-	accels []*Function
+	mu         sync.Mutex
+	fns        map[Addr]*Function
+	bad        map[Addr]error
+	hbs        map[RootBus]*hostBridgeEntry
+	cpu        *CPU
+	cpuErr     error
+	all        []Addr
+	accels     []*Function
+	extraAccel map[Addr]bool
+	versions   map[string]string // module versions, by module
+
+	overrideOnce sync.Once
+	override     int
 }
 
 type hostBridgeEntry struct {
@@ -296,7 +349,7 @@ func (t *Topology) Accelerators() ([]*Function, error) {
 		if err != nil {
 			continue
 		}
-		if c, err := f.Class(); err == nil && IsAcceleratorClass(c) {
+		if c, err := f.Class(); err == nil && (IsAcceleratorClass(c) || t.extraAccel[a]) {
 			out = append(out, f)
 		}
 	}
@@ -304,6 +357,20 @@ func (t *Topology) Accelerators() ([]*Function, error) {
 	t.accels = out
 	t.mu.Unlock()
 	return out, nil
+}
+
+// addAccelerators marks functions as accelerators whatever their class
+// (the topology file can list them).
+func (t *Topology) addAccelerators(as []Addr) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.extraAccel == nil {
+		t.extraAccel = map[Addr]bool{}
+	}
+	for _, a := range as {
+		t.extraAccel[a] = true
+	}
+	t.accels = nil
 }
 
 // IsAcceleratorClass reports PCI class 0x03 (display) or 0x12 (processing

@@ -113,9 +113,13 @@ const (
 	// RuleHostBridge: through the host bridge, refused: neither the CPU
 	// nor the whitelist allows it.
 	RuleHostBridge
+	// RuleACPI: the ACPI P2P table decided reachability.
+	RuleACPI
+	// RuleTopologyFile: an operator's topology file gave the verdict.
+	RuleTopologyFile
 )
 
-var ruleNames = [...]string{"none", "same-function", "common-upstream-bridge", "cpu-supports-p2pdma", "host-bridge-whitelist", "host-bridge-not-whitelisted"}
+var ruleNames = [...]string{"none", "same-function", "common-upstream-bridge", "cpu-supports-p2pdma", "host-bridge-whitelist", "host-bridge-not-whitelisted", "acpi-p2p-table", "topology-file"}
 
 // String returns a short kebab-case name, as in `explain --json`.
 func (r Rule) String() string {

@@ -1,12 +1,19 @@
 package p2p
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 )
 
-// SourceComputed names verdicts the oracle worked out from the PCI topology.
-const SourceComputed = "computed"
+// Sources of a verdict, in precedence order: an operator's topology file,
+// then the ACPI P2P table, then the oracle's own computation.
+const (
+	SourceTopologyFile = "topology-file"
+	SourceACPI         = "acpi"
+	SourceComputed     = "computed"
+)
 
 // Verdict is the oracle's answer for one (provider, client) pair: the
 // provider owns the memory, the client DMAs into it.
@@ -36,13 +43,67 @@ type Verdict struct {
 	Certain bool `json:"certain"`
 	// Whitelist is the host-bridge whitelist entry that allowed the path.
 	Whitelist *WhitelistEntry `json:"-"`
-	// Source says where the verdict came from: "computed" here.
+	// Policy names the exporter rule that decided Outcome: "kernel",
+	// "amdgpu" or "nvidia" (the driver bound to the provider).
+	Policy string `json:"policy"`
+	// Outcome is what a NIC's DMA into the provider's memory really gets:
+	// p2p, bounced (through system memory) or refused.
+	Outcome Outcome `json:"outcome"`
+	// Source says where the verdict came from: "topology-file", "acpi" or
+	// "computed".
 	Source string `json:"source"`
 	// Reason explains the verdict in a sentence or two; Hint, when set, is
 	// what an administrator can change (the kernel's own advice).
 	Reason string `json:"reason"`
 	Hint   string `json:"hint,omitempty"`
+
+	fig *figures // bandwidth and latency, worked out on first use
 }
+
+// figures holds a verdict's bandwidth and latency. Reading link widths and
+// speeds costs two attribute reads per function on the path, which a
+// yes/no question does not need, so they are read on first use.
+type figures struct {
+	once    sync.Once
+	compute func() (bandwidthMBs, latencyNs int)
+	bw, lat int
+}
+
+func fixedFigures(bw, lat int) *figures {
+	f := &figures{bw: bw, lat: lat}
+	f.once.Do(func() {})
+	return f
+}
+
+func (f *figures) get() (int, int) {
+	if f == nil {
+		return 0, 0
+	}
+	f.once.Do(func() { f.bw, f.lat = f.compute() })
+	return f.bw, f.lat
+}
+
+// BandwidthMBs is the narrowest PCIe link on the path in MB/s (0 when
+// unknown), or the ACPI table's or topology file's figure.
+func (v *Verdict) BandwidthMBs() int { bw, _ := v.fig.get(); return bw }
+
+// LatencyNs is an estimate of the path's latency from its hop count and
+// class, or the ACPI table's or topology file's figure.
+func (v *Verdict) LatencyNs() int { _, lat := v.fig.get(); return lat }
+
+// MarshalJSON adds bandwidth_mbs and latency_ns to the verdict's fields.
+func (v *Verdict) MarshalJSON() ([]byte, error) {
+	type plain Verdict
+	return json.Marshal(struct {
+		*plain
+		BandwidthMBs int `json:"bandwidth_mbs"`
+		LatencyNs    int `json:"latency_ns"`
+	}{(*plain)(v), v.BandwidthMBs(), v.LatencyNs()})
+}
+
+// P2P reports whether the NIC gets true peer-to-peer DMA: not refused, not
+// bounced through system memory.
+func (v *Verdict) P2P() bool { return v.Outcome == OutcomeP2P }
 
 // KernelDistance is what pci_p2pdma_distance returns: the distance, or -1
 // when the kernel refuses the mapping.
@@ -246,9 +307,7 @@ func (t *Topology) pathClass(p, c, lca *Function) PathClass {
 	case p.Root == c.Root:
 		return PathPHB
 	}
-	pa, errP := p.Attrs()
-	ca, errC := c.Attrs()
-	if errP == nil && errC == nil && pa.NUMANode >= 0 && pa.NUMANode == ca.NUMANode {
+	if n := p.NUMANode(); n >= 0 && n == c.NUMANode() {
 		return PathNODE
 	}
 	return PathSYS

@@ -35,7 +35,7 @@ type Machine struct {
 	RootBuses   []RootBus `json:"root_buses"`
 	Expected    []Expect  `json:"expected,omitempty"`
 	// ACPIP2P, when present, is written as the proposed ACPI P2P table.
-	ACPIP2P []ACPIPeer `json:"acpi_p2p,omitempty"`
+	ACPIP2P []ACPIEntry `json:"acpi_p2p,omitempty"`
 
 	fns map[p2p.Addr]*Function // filled by index
 }
@@ -180,10 +180,16 @@ func (m *Machine) Pairs() []Pair {
 	return out
 }
 
-// ACPIPeer is one entry of the proposed ACPI P2P table: from a function to
-// a peer it can reach, with the figures the firmware gives.
+// ACPIEntry is one function's entry in the proposed ACPI P2P table: the
+// peers it can reach, with the figures the firmware gives. An entry with
+// no peers says the function reaches none.
+type ACPIEntry struct {
+	Function p2p.Addr   `json:"function"`
+	Peers    []ACPIPeer `json:"peers"`
+}
+
+// ACPIPeer is a peer an ACPIEntry's function reaches.
 type ACPIPeer struct {
-	Function     p2p.Addr `json:"function"`
 	Peer         p2p.Addr `json:"peer"`
 	LatencyNs    int      `json:"latency_ns"`
 	BandwidthMBs int      `json:"bandwidth_mbs"`
@@ -222,22 +228,8 @@ func Parse(data []byte, name string) (*Machine, error) {
 	return &m, nil
 }
 
-// lineOf turns a decoder offset (or the one a syntax or type error names)
-// into a 1-based line number.
-func lineOf(data []byte, off int64, err error) int {
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se):
-		off = se.Offset
-	case errors.As(err, &te):
-		off = te.Offset
-	}
-	if off > int64(len(data)) {
-		off = int64(len(data))
-	}
-	return bytes.Count(data[:off], []byte("\n")) + 1
-}
+// lineOf returns the line a decoding error points at.
+func lineOf(data []byte, off int64, err error) int { return p2p.JSONErrorLine(data, off, err) }
 
 // Marshal returns the model as indented JSON.
 func (m *Machine) Marshal() ([]byte, error) {
@@ -374,9 +366,22 @@ func (m *Machine) index() error {
 			}
 		}
 	}
-	for i, p := range m.ACPIP2P {
-		if m.fns[p.Function] == nil || m.fns[p.Peer] == nil {
-			return fmt.Errorf("acpi_p2p[%d]: %s or %s is not a function of the model", i, p.Function, p.Peer)
+	seenACPI := map[p2p.Addr]bool{}
+	for i, e := range m.ACPIP2P {
+		if m.fns[e.Function] == nil {
+			return fmt.Errorf("acpi_p2p[%d]: %s is not a function of the model", i, e.Function)
+		}
+		if seenACPI[e.Function] {
+			return fmt.Errorf("acpi_p2p[%d]: %s has two entries", i, e.Function)
+		}
+		seenACPI[e.Function] = true
+		for _, p := range e.Peers {
+			if m.fns[p.Peer] == nil {
+				return fmt.Errorf("acpi_p2p[%d]: peer %s is not a function of the model", i, p.Peer)
+			}
+			if p.LatencyNs < 0 || p.BandwidthMBs < 0 {
+				return fmt.Errorf("acpi_p2p[%d]: peer %s: negative figures", i, p.Peer)
+			}
 		}
 	}
 	return nil

@@ -43,6 +43,30 @@ func (s modelSource) Class(a p2p.Addr) (uint32, error) {
 	return uint32(f.Class), nil
 }
 
+func (s modelSource) Link(a p2p.Addr) (float64, int, error) {
+	f, err := s.fn(a)
+	if err != nil {
+		return 0, 0, err
+	}
+	return p2p.ParseLinkSpeed(f.Link.Speed), f.Link.Width, nil
+}
+
+func (s modelSource) Driver(a p2p.Addr) (string, error) {
+	f, err := s.fn(a)
+	if err != nil {
+		return "", err
+	}
+	return f.Driver, nil
+}
+
+func (s modelSource) NUMANode(a p2p.Addr) (int, error) {
+	f, err := s.fn(a)
+	if err != nil {
+		return -1, err
+	}
+	return f.NUMA(), nil
+}
+
 func (s modelSource) Attrs(a p2p.Addr) (p2p.Attrs, error) {
 	f, err := s.fn(a)
 	if err != nil {
@@ -112,4 +136,19 @@ func (s modelSource) Functions() ([]p2p.Addr, error) {
 		out = append(out, a)
 	}
 	return out, nil
+}
+
+// ACPIPeers implements p2p.ACPITable from the model's acpi_p2p entries.
+func (s modelSource) ACPIPeers(a p2p.Addr) (map[p2p.Addr]p2p.ACPIFigures, bool, error) {
+	for _, e := range s.m.ACPIP2P {
+		if e.Function != a {
+			continue
+		}
+		peers := make(map[p2p.Addr]p2p.ACPIFigures, len(e.Peers))
+		for _, p := range e.Peers {
+			peers[p.Peer] = p2p.ACPIFigures{LatencyNs: p.LatencyNs, BandwidthMBs: p.BandwidthMBs}
+		}
+		return peers, true, nil
+	}
+	return nil, false, nil
 }

@@ -185,11 +185,15 @@ func (w *treeWriter) efa(i int, f *Function) {
 // acpi writes the proposed ACPI P2P table:
 // firmware/acpi/p2p/<function>/<peer>/{latency_ns,bandwidth_mbs}.
 func (w *treeWriter) acpi() {
-	for _, p := range w.m.ACPIP2P {
-		d := filepath.Join(w.dir, "firmware/acpi/p2p", p.Function.String(), p.Peer.String())
-		w.mkdir(d)
-		w.file(filepath.Join(d, "latency_ns"), fmt.Sprintf("%d\n", p.LatencyNs))
-		w.file(filepath.Join(d, "bandwidth_mbs"), fmt.Sprintf("%d\n", p.BandwidthMBs))
+	for _, e := range w.m.ACPIP2P {
+		fd := filepath.Join(w.dir, "firmware/acpi/p2p", e.Function.String())
+		w.mkdir(fd)
+		for _, p := range e.Peers {
+			d := filepath.Join(fd, p.Peer.String())
+			w.mkdir(d)
+			w.file(filepath.Join(d, "latency_ns"), fmt.Sprintf("%d\n", p.LatencyNs))
+			w.file(filepath.Join(d, "bandwidth_mbs"), fmt.Sprintf("%d\n", p.BandwidthMBs))
+		}
 	}
 }
 

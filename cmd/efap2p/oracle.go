@@ -21,17 +21,23 @@ func init() {
 
 // oracleFlags are the flags of the commands that read a machine.
 type oracleFlags struct {
-	sysfs string
-	json  bool
+	sysfs    string
+	topology string
+	json     bool
+	stderr   io.Writer
 }
 
-func (o *oracleFlags) register(fs *flag.FlagSet) {
+func (o *oracleFlags) register(fs *flag.FlagSet, withTopology bool) {
 	fs.StringVar(&o.sysfs, "sysfs", "", "sysfs root `DIR` to read (default $SYSFS_PATH, else /sys)")
+	if withTopology {
+		fs.StringVar(&o.topology, "topology", "", "topology `FILE` written by 'efap2p export' (default $EFAP2P_TOPOLOGY)")
+	}
 	fs.BoolVar(&o.json, "json", false, "print JSON")
 }
 
 // open returns an oracle over the chosen tree; a missing tree is a usage
-// error (exit 2) that names it.
+// error (exit 2) that names it. A topology file that cannot be used is
+// reported on stderr and the other sources answer.
 func (o *oracleFlags) open() (*p2p.Oracle, *p2p.Sysfs, error) {
 	root := o.sysfs
 	if root == "" {
@@ -41,7 +47,14 @@ func (o *oracleFlags) open() (*p2p.Oracle, *p2p.Sysfs, error) {
 	if err != nil {
 		return nil, nil, usageError{err}
 	}
-	return p2p.NewOracle(p2p.NewTopology(src)), src, nil
+	opts := p2p.Options{TopologyFile: o.topology}
+	if opts.TopologyFile == "" {
+		opts.TopologyFile = os.Getenv("EFAP2P_TOPOLOGY")
+	}
+	if o.stderr != nil {
+		opts.Warnf = func(format string, args ...any) { fmt.Fprintf(o.stderr, "efap2p: warning: "+format+"\n", args...) }
+	}
+	return p2p.NewOracleWith(p2p.NewTopology(src), opts), src, nil
 }
 
 func parseFlags(fs *flag.FlagSet, args []string, usage string, stderr io.Writer) error {
@@ -59,19 +72,22 @@ func parseFlags(fs *flag.FlagSet, args []string, usage string, stderr io.Writer)
 	return nil
 }
 
-const explainUsage = `Usage: efap2p explain [--sysfs DIR] [--json] PROVIDER CLIENT
+const explainUsage = `Usage: efap2p explain [--sysfs DIR] [--topology FILE] [--json] PROVIDER CLIENT
 
-The kernel's P2P DMA verdict for a DMA from CLIENT (e.g. a NIC) into memory
-owned by PROVIDER (e.g. a GPU), with the reason and the kernel's own hint.
-Addresses are PCI addresses as sysfs names them: 0000:4f:00.0 (or 4f:00.0).
+The P2P DMA verdict for a DMA from CLIENT (e.g. a NIC) into memory owned by
+PROVIDER (e.g. a GPU): the kernel's map type and distance, what the driver
+exporting PROVIDER's memory does with it (policy and outcome), the path's
+bandwidth and latency, the source of the verdict (topology file, ACPI P2P
+table, or computed), the reason and the kernel's own hint. Addresses are PCI
+addresses as sysfs names them: 0000:4f:00.0 (or 4f:00.0).
 
 Options:
 `
 
 func runExplain(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
-	var of oracleFlags
-	of.register(fs)
+	of := oracleFlags{stderr: stderr}
+	of.register(fs, true)
 	if err := parseFlags(fs, args, explainUsage, stderr); err != nil {
 		return err
 	}
@@ -109,6 +125,12 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(w, "distance\t%d\n", v.Distance)
 	fmt.Fprintf(w, "path\t%s\n", v.Path)
 	fmt.Fprintf(w, "rule\t%s\n", v.Rule)
+	fmt.Fprintf(w, "policy\t%s\n", v.Policy)
+	fmt.Fprintf(w, "outcome\t%s\n", v.Outcome)
+	if bw := v.BandwidthMBs(); bw > 0 {
+		fmt.Fprintf(w, "bandwidth\t%d MB/s (narrowest link)\n", bw)
+	}
+	fmt.Fprintf(w, "latency\t~%d ns (estimate)\n", v.LatencyNs())
 	fmt.Fprintf(w, "source\t%s\n", v.Source)
 	if v.CommonBridge != nil {
 		fmt.Fprintf(w, "common bridge\t%s\n", v.CommonBridge)
@@ -221,12 +243,13 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-const topoUsage = `Usage: efap2p topo [--sysfs DIR] [--json]
+const topoUsage = `Usage: efap2p topo [--sysfs DIR] [--topology FILE] [--json]
 
 The matrix of the machine's accelerators (PCI class 03 display, 12 processing
 accelerator) and NICs (class 02), each cell the path class between the two as
-NCCL and nvidia-smi name it. A cell marked ! is a pair the kernel refuses
-(NOT_SUPPORTED); for an accelerator and a NIC, the accelerator is the
+NCCL and nvidia-smi name it, marked where P2P is refused (!), bounced through
+system memory (~), or refused by the kernel's rule but allowed by the
+exporting driver (*). For an accelerator and a NIC, the accelerator is the
 provider (it owns the memory) and the NIC the client.
 
 Options:
@@ -246,11 +269,16 @@ type topoDevice struct {
 
 // topoCell is one cell of the matrix.
 type topoCell struct {
-	Provider p2p.Addr      `json:"provider"`
-	Client   p2p.Addr      `json:"client"`
-	Path     p2p.PathClass `json:"path"`
-	MapType  p2p.MapType   `json:"map_type"`
-	Distance int           `json:"distance"`
+	Provider     p2p.Addr      `json:"provider"`
+	Client       p2p.Addr      `json:"client"`
+	Path         p2p.PathClass `json:"path"`
+	MapType      p2p.MapType   `json:"map_type"`
+	Distance     int           `json:"distance"`
+	Policy       string        `json:"policy"`
+	Outcome      p2p.Outcome   `json:"outcome"`
+	BandwidthMBs int           `json:"bandwidth_mbs"`
+	LatencyNs    int           `json:"latency_ns"`
+	Source       string        `json:"source"`
 }
 
 type topoMatrix struct {
@@ -260,8 +288,8 @@ type topoMatrix struct {
 
 func runTopo(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("topo", flag.ContinueOnError)
-	var of oracleFlags
-	of.register(fs)
+	of := oracleFlags{stderr: stderr}
+	of.register(fs, true)
 	if err := parseFlags(fs, args, topoUsage, stderr); err != nil {
 		return err
 	}
@@ -328,7 +356,8 @@ func buildMatrix(o *p2p.Oracle, src *p2p.Sysfs) (*topoMatrix, error) {
 			if err != nil {
 				return nil, err
 			}
-			row[j] = topoCell{Provider: provider, Client: client, Path: v.Path, MapType: v.MapType, Distance: v.Distance}
+			row[j] = topoCell{Provider: provider, Client: client, Path: v.Path, MapType: v.MapType, Distance: v.Distance,
+				Policy: v.Policy, Outcome: v.Outcome, BandwidthMBs: v.BandwidthMBs(), LatencyNs: v.LatencyNs(), Source: v.Source}
 		}
 		m.Matrix = append(m.Matrix, row)
 	}
@@ -347,10 +376,17 @@ func printMatrix(w io.Writer, m *topoMatrix) {
 		fmt.Fprintf(tw, "%s\t", d.Name)
 		for j, c := range m.Matrix[i] {
 			cell := c.Path.String()
-			if i == j {
+			switch {
+			case i == j:
 				cell = "X"
-			} else if !c.MapType.Supported() {
+			case c.Outcome == p2p.OutcomeRefused:
 				cell += "!"
+				refused = true
+			case c.Outcome == p2p.OutcomeBounced:
+				cell += "~"
+				refused = true
+			case !c.MapType.Supported():
+				cell += "*"
 				refused = true
 			}
 			fmt.Fprintf(tw, "%s\t", cell)
@@ -366,7 +402,10 @@ Legend:
   PHB  = Path through PCIe and one PCIe host bridge (typically the CPU)
   PXB  = Path through several PCIe bridges, without a host bridge
   PIX  = Path through at most one PCIe switch (or bridge)
-  !    = the kernel refuses P2P DMA for this pair (NOT_SUPPORTED); 'efap2p explain' says why
+  !    = P2P DMA is refused for this pair
+  ~    = allowed, but bounced through system memory by the exporter (amdgpu): not P2P
+  *    = the kernel's rule refuses the pair (NOT_SUPPORTED), the exporter (nvidia) allows it
+  'efap2p explain PROVIDER CLIENT' says why.
 `)
 	if !refused {
 		fmt.Fprintln(w, "  (no pair is refused on this machine)")

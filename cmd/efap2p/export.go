@@ -1,0 +1,161 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/efap2p/efap2p/p2p"
+)
+
+func init() {
+	register(&command{name: "export", summary: "write the machine's verdicts to a topology file (run once as root)", run: runExport})
+}
+
+const exportUsage = `Usage: efap2p export [--sysfs DIR] [--format json|nccl] [--peer-blocked NIC]... [-o FILE]
+
+Work out the verdict of every accelerator with every NIC and every other
+accelerator, and write them as a topology file (--format json, the default;
+docs/topology-file.md) that processes read through EFAP2P_TOPOLOGY or
+--topology instead of reading config space, or as an NCCL topology XML
+(--format nccl) for NCCL_TOPO_FILE.
+
+Run it once as root: without CAP_SYS_ADMIN config space past 64 bytes is
+hidden, ACS is unknown, and export refuses to write uncertain verdicts
+unless --force is given.
+
+--peer-blocked NIC records that a NIC's firmware refuses DMA to every peer,
+a fact sysfs cannot show; every pair with that NIC is then refused.
+
+Options:
+`
+
+// addrsFlag collects repeated PCI address flags.
+type addrsFlag []p2p.Addr
+
+func (a *addrsFlag) String() string { return fmt.Sprint(*a) }
+
+func (a *addrsFlag) Set(s string) error {
+	for _, part := range strings.Split(s, ",") {
+		v, err := p2p.ParseAddr(strings.TrimSpace(part))
+		if err != nil {
+			return err
+		}
+		*a = append(*a, v)
+	}
+	return nil
+}
+
+func runExport(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("export", flag.ContinueOnError)
+	of := oracleFlags{stderr: stderr}
+	of.register(fs, false)
+	out := fs.String("o", "", "write to `FILE` instead of standard output")
+	format := fs.String("format", "json", "`FORMAT`: json (topology file) or nccl (NCCL topology XML)")
+	force := fs.Bool("force", false, "write even verdicts that are uncertain (config space not readable)")
+	var blocked addrsFlag
+	fs.Var(&blocked, "peer-blocked", "`NIC` whose firmware blocks peer access (repeatable, or comma-separated)")
+	if err := parseFlags(fs, args, exportUsage, stderr); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		fs.Usage()
+		return usagef("export takes no arguments")
+	}
+	if *format != "json" && *format != "nccl" {
+		return usagef("--format %q: want json or nccl", *format)
+	}
+	o, src, err := of.open()
+	if err != nil {
+		return err
+	}
+	var data []byte
+	switch *format {
+	case "json":
+		tf, err := exportTopology(o, src, blocked, *force)
+		if err != nil {
+			return err
+		}
+		if data, err = tf.Marshal(); err != nil {
+			return err
+		}
+	case "nccl":
+		if data, err = exportNCCL(o, src); err != nil {
+			return err
+		}
+	}
+	if *out == "" {
+		_, err = stdout.Write(data)
+		return err
+	}
+	if err := os.WriteFile(*out, data, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "efap2p: wrote %s\n", *out)
+	return nil
+}
+
+// errUncertain is returned when export would write verdicts it cannot vouch for.
+var errUncertain = errors.New("some verdicts are uncertain")
+
+// exportTopology works out every accelerator's verdict with every NIC and
+// every other accelerator.
+func exportTopology(o *p2p.Oracle, src *p2p.Sysfs, blocked []p2p.Addr, force bool) (*p2p.TopologyFile, error) {
+	m, err := buildMatrix(o, src)
+	if err != nil {
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	tf := p2p.NewTopologyFile(host)
+	isNIC := map[p2p.Addr]bool{}
+	for _, d := range m.Devices {
+		switch d.Kind {
+		case "nic":
+			isNIC[d.Addr] = true
+			tf.NICs = append(tf.NICs, p2p.TopoNIC{Addr: d.Addr, IBDev: d.IBDev})
+		case "accelerator":
+			tf.Accelerators = append(tf.Accelerators, p2p.TopoAccelerator{Addr: d.Addr, Driver: d.Driver, Vendor: d.Vendor, Device: d.Device})
+		}
+	}
+	for _, b := range blocked {
+		if !isNIC[b] {
+			return nil, usagef("--peer-blocked %s: not a NIC of this machine", b)
+		}
+		for i := range tf.NICs {
+			if tf.NICs[i].Addr == b {
+				tf.NICs[i].PeerAccessBlocked = true
+				tf.NICs[i].Note = "recorded by efap2p export --peer-blocked"
+			}
+		}
+	}
+	var uncertain []string
+	for _, p := range m.Devices {
+		if p.Kind != "accelerator" {
+			continue
+		}
+		for _, c := range m.Devices {
+			if c.Addr == p.Addr {
+				continue
+			}
+			v, err := o.Verdict(p.Addr, c.Addr)
+			if err != nil {
+				return nil, err
+			}
+			if !v.Certain {
+				uncertain = append(uncertain, p.Addr.String()+" -> "+c.Addr.String())
+			}
+			tf.Pairs = append(tf.Pairs, p2p.TopoPair{
+				Provider: v.Provider, Client: v.Client, MapType: v.MapType, Distance: v.Distance, Path: v.Path,
+				Policy: v.Policy, Outcome: v.Outcome, BandwidthMBs: v.BandwidthMBs(), LatencyNs: v.LatencyNs(),
+				ACSRedirect: v.ACSRedirect, Reason: v.Reason,
+			})
+		}
+	}
+	if len(uncertain) > 0 && !force {
+		return nil, fmt.Errorf("%w (%d pairs, e.g. %s): config space is not readable; run export as root, or pass --force", errUncertain, len(uncertain), uncertain[0])
+	}
+	return tf, nil
+}

@@ -1,0 +1,93 @@
+package p2p
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+const goodTopology = `{
+  "format": "efap2p-topology",
+  "version": 1,
+  "nics": [{"addr": "0000:4f:00.0", "peer_access_blocked": true}],
+  "accelerators": [],
+  "pairs": [
+    {"provider": "0000:53:00.0", "client": "0000:4f:00.0", "map_type": "BUS_ADDR", "distance": 4, "path": "PIX", "outcome": "p2p"},
+    {"provider": "0000:53:00.0", "client": "0000:50:00.0", "map_type": "BUS_ADDR", "distance": 4, "path": "PIX", "outcome": "p2p"}
+  ]
+}
+`
+
+func TestParseTopologyFile(t *testing.T) {
+	tf, err := ParseTopologyFile([]byte(goodTopology), "t.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tf.Pairs) != 2 || !tf.NICs[0].PeerAccessBlocked {
+		t.Fatalf("got %+v", tf)
+	}
+	tests := []struct {
+		name, data, want string
+	}{
+		{"syntax", strings.Replace(goodTopology, `"version": 1,`, `"version": 1`, 1), "t.json:4:"},
+		{"unknown field", strings.Replace(goodTopology, `"version": 1,`, `"version": 1, "colour": 2,`, 1), "t.json:3:"},
+		{"version", strings.Replace(goodTopology, `"version": 1`, `"version": 7`, 1), "t.json:1: version 7 is not supported"},
+		{"format", strings.Replace(goodTopology, `efap2p-topology`, `nccl`, 1), `format "nccl"`},
+		{"bad address", strings.Replace(goodTopology, `"0000:50:00.0"`, `"0000:50:00"`, 1), "t.json:8:"},
+		{"bad map type", strings.Replace(goodTopology, `"PIX", "outcome": "p2p"}
+  ]`, `"PIX", "outcome": "p2p", "map_type": "MAYBE"}
+  ]`, 1), "MAYBE"},
+		{"missing outcome", strings.Replace(goodTopology, `"path": "PIX", "outcome": "p2p"},`, `"path": "PIX"},`, 1), "t.json:7: pairs[0]: outcome is missing"},
+		{"duplicate", strings.Replace(goodTopology, `"0000:50:00.0"`, `"0000:4f:00.0"`, 1), "t.json:8: pairs[1]: 0000:53:00.0 -> 0000:4f:00.0 listed twice"},
+		{"trailing", goodTopology + "{}", "data after"},
+		{"empty", "", "t.json:1:"},
+	}
+	for _, tt := range tests {
+		_, err := ParseTopologyFile([]byte(tt.data), "t.json")
+		if !errors.Is(err, ErrTopologyFile) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: error %v; want one containing %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+func FuzzParseTopologyFile(f *testing.F) {
+	f.Add([]byte(goodTopology))
+	f.Add([]byte(`{"format":"efap2p-topology","version":1,"pairs":[{}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tf, err := ParseTopologyFile(data, "fuzz")
+		if err != nil {
+			if !errors.Is(err, ErrTopologyFile) {
+				t.Fatalf("error does not wrap ErrTopologyFile: %v", err)
+			}
+			return
+		}
+		ix := newTopoIndex(tf, "fuzz")
+		for i := range tf.Pairs {
+			if v := ix.verdict(&tf.Pairs[i]); v.Source != SourceTopologyFile {
+				t.Fatal("source")
+			}
+		}
+	})
+}
+
+func TestParseACPIEntry(t *testing.T) {
+	a, fig, err := ParseACPIEntry("0000:53:00.0", "420\n", "25000\n")
+	if err != nil || a != MustParseAddr("0000:53:00.0") || fig != (ACPIFigures{420, 25000}) {
+		t.Fatalf("got %v %v %v", a, fig, err)
+	}
+	for _, bad := range [][3]string{{"x", "1", "1"}, {"0000:53:00.0", "-1", "1"}, {"0000:53:00.0", "1", "fast"}, {"0000:53:00.0", "", ""}} {
+		if _, _, err := ParseACPIEntry(bad[0], bad[1], bad[2]); err == nil {
+			t.Errorf("ParseACPIEntry(%q) accepted", bad)
+		}
+	}
+}
+
+func FuzzParseACPIEntry(f *testing.F) {
+	f.Add("0000:53:00.0", "420\n", "25000\n")
+	f.Fuzz(func(t *testing.T, name, lat, bw string) {
+		_, fig, err := ParseACPIEntry(name, lat, bw)
+		if err == nil && (fig.LatencyNs < 0 || fig.BandwidthMBs < 0) {
+			t.Fatal("negative figures accepted")
+		}
+	})
+}
