@@ -17,7 +17,7 @@ func (h *Hex) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &s); err != nil {
 		var n uint32
 		if err2 := json.Unmarshal(b, &n); err2 != nil {
-			return fmt.Errorf("want a hex string such as \"1d0f\", got %s", b)
+			return fmt.Errorf("want a hex string (such as 1d0f), got %s", b)
 		}
 		*h = Hex(n)
 		return nil

@@ -104,6 +104,7 @@ type Function struct {
 	// Children are the functions on the secondary bus of a bridge.
 	Children []*Function `json:"children,omitempty"`
 
+	path     []any     // JSON path in the model, for error messages
 	parent   *Function // upstream bridge, nil on a root bus
 	physfn   *Function // for a VF
 	root     *RootBus
@@ -214,15 +215,19 @@ func Parse(data []byte, name string) (*Machine, error) {
 	dec.DisallowUnknownFields()
 	var m Machine
 	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("%w: %s:%d: %w", ErrModel, name, lineOf(data, dec.InputOffset(), err), err)
+		return nil, fmt.Errorf("%w: %s:%d: %w", ErrModel, name, decodeErrorLine(data, dec.InputOffset(), err), err)
 	}
 	if dec.More() {
 		return nil, fmt.Errorf("%w: %s:%d: data after the model", ErrModel, name, lineOf(data, dec.InputOffset(), nil))
 	}
 	if m.Format != FormatVersion {
-		return nil, fmt.Errorf("%w: %s:1: format %d is not supported (this build reads format %d)", ErrModel, name, m.Format, FormatVersion)
+		return nil, fmt.Errorf("%w: %s:%d: format %d is not supported (this build reads format %d)", ErrModel, name, lineAt(data, []any{"format"}), m.Format, FormatVersion)
 	}
 	if err := m.index(); err != nil {
+		var le *locError
+		if errors.As(err, &le) {
+			return nil, fmt.Errorf("%w: %s:%d: %w", ErrModel, name, lineAt(data, le.path), le.err)
+		}
 		return nil, fmt.Errorf("%w: %s: %w", ErrModel, name, err)
 	}
 	return &m, nil
@@ -308,172 +313,6 @@ func acsBits(names []string) uint16 {
 		}
 	}
 	return v
-}
-
-// index links parents, fills NUMA nodes and validates the model.
-func (m *Machine) index() error {
-	if m.Name == "" {
-		return errors.New("the model has no name")
-	}
-	if err := m.CPU.validate(); err != nil {
-		return err
-	}
-	m.fns = make(map[p2p.Addr]*Function)
-	seenRoot := map[p2p.RootBus]bool{}
-	for i := range m.RootBuses {
-		rb := &m.RootBuses[i]
-		if rb.Bus > 0xff {
-			return fmt.Errorf("root bus %d: bus %#x is not 0..ff", i, uint32(rb.Bus))
-		}
-		key := p2p.RootBus{Domain: uint32(rb.Domain), Bus: uint8(rb.Bus)}
-		if seenRoot[key] {
-			return fmt.Errorf("root bus %s listed twice", key)
-		}
-		seenRoot[key] = true
-		if err := m.indexBus(rb, nil, rb.Functions, key.Domain, key.Bus); err != nil {
-			return err
-		}
-	}
-	if len(m.fns) == 0 {
-		return errors.New("the model has no PCI function")
-	}
-	ibdevs := map[string]bool{}
-	for _, f := range m.EFANICs() {
-		name := f.IBDev()
-		if ibdevs[name] {
-			return fmt.Errorf("%s: ibdev %q used twice", f.Addr, name)
-		}
-		ibdevs[name] = true
-	}
-	for i, e := range m.Expected {
-		if len(e.Providers) == 0 || len(e.Clients) == 0 {
-			return fmt.Errorf("expected[%d]: needs providers and clients", i)
-		}
-		if e.MapType == p2p.MapUnknown {
-			return fmt.Errorf("expected[%d]: map_type is missing", i)
-		}
-		if e.Why == "" {
-			return fmt.Errorf("expected[%d]: say why (the hand-worked reasoning)", i)
-		}
-		switch e.Outcome {
-		case "", OutcomeP2P, OutcomeBounced, OutcomeRefused:
-		default:
-			return fmt.Errorf("expected[%d]: outcome %q (want p2p, bounced or refused)", i, e.Outcome)
-		}
-		for _, a := range append(append(append([]p2p.Addr{}, e.Providers...), e.Clients...), e.ACSRedirect...) {
-			if m.fns[a] == nil {
-				return fmt.Errorf("expected[%d]: %s is not a function of the model", i, a)
-			}
-		}
-	}
-	seenACPI := map[p2p.Addr]bool{}
-	for i, e := range m.ACPIP2P {
-		if m.fns[e.Function] == nil {
-			return fmt.Errorf("acpi_p2p[%d]: %s is not a function of the model", i, e.Function)
-		}
-		if seenACPI[e.Function] {
-			return fmt.Errorf("acpi_p2p[%d]: %s has two entries", i, e.Function)
-		}
-		seenACPI[e.Function] = true
-		for _, p := range e.Peers {
-			if m.fns[p.Peer] == nil {
-				return fmt.Errorf("acpi_p2p[%d]: peer %s is not a function of the model", i, p.Peer)
-			}
-			if p.LatencyNs < 0 || p.BandwidthMBs < 0 {
-				return fmt.Errorf("acpi_p2p[%d]: peer %s: negative figures", i, p.Peer)
-			}
-		}
-	}
-	return nil
-}
-
-func (m *Machine) indexBus(rb *RootBus, parent *Function, fns []*Function, domain uint32, bus uint8) error {
-	for _, f := range fns {
-		if f == nil {
-			return fmt.Errorf("a null function under %v", parent)
-		}
-		if err := m.indexFunction(rb, parent, nil, f, domain, bus); err != nil {
-			return err
-		}
-		for _, vf := range f.VFs {
-			if vf == nil || len(vf.VFs) > 0 || len(vf.Children) > 0 {
-				return fmt.Errorf("%s: a VF can have neither VFs nor children", f.Addr)
-			}
-			// A VF may sit on a bus number past its PF's; the kernel's
-			// upstream bridge for it is the PF's.
-			if err := m.indexFunction(rb, parent, f, vf, domain, vf.Addr.Bus); err != nil {
-				return err
-			}
-		}
-		if len(f.Children) == 0 {
-			continue
-		}
-		if !f.IsBridge() {
-			return fmt.Errorf("%s: a %s has no secondary bus for children", f.Addr, f.Kind)
-		}
-		sec := f.Children[0].Addr.Bus
-		if sec <= bus {
-			return fmt.Errorf("%s: secondary bus %02x must be above bus %02x", f.Addr, sec, bus)
-		}
-		if err := m.indexBus(rb, f, f.Children, domain, sec); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (m *Machine) indexFunction(rb *RootBus, parent, physfn, f *Function, domain uint32, bus uint8) error {
-	if _, ok := kindPortType[f.Kind]; !ok {
-		return fmt.Errorf("%s: unknown kind %q", f.Addr, f.Kind)
-	}
-	if f.Addr.Domain != domain || f.Addr.Bus != bus {
-		return fmt.Errorf("%s: expected on bus %04x:%02x", f.Addr, domain, bus)
-	}
-	if m.fns[f.Addr] != nil {
-		return fmt.Errorf("%s: listed twice", f.Addr)
-	}
-	if f.Vendor > 0xffff || f.Device > 0xffff || f.Class > 0xffffff {
-		return fmt.Errorf("%s: vendor, device or class out of range", f.Addr)
-	}
-	switch f.ConfigSize {
-	case 0:
-		f.ConfigSize = 4096
-	case 256, 4096:
-	default:
-		return fmt.Errorf("%s: config_size %d (want 256 or 4096)", f.Addr, f.ConfigSize)
-	}
-	if f.ACS != nil {
-		for _, n := range append(append([]string{}, f.ACS.Capability...), f.ACS.Control...) {
-			if acsBits([]string{n}) == 0 {
-				return fmt.Errorf("%s: unknown ACS bit %q (want SV, TB, RR, CR, UF, EC, DT)", f.Addr, n)
-			}
-		}
-		if f.ConfigSize == 256 {
-			return fmt.Errorf("%s: ACS needs extended config space (config_size 4096)", f.Addr)
-		}
-	}
-	for _, c := range f.ExtCaps {
-		if _, ok := extCapIDs[c]; !ok {
-			return fmt.Errorf("%s: unknown extended capability %q", f.Addr, c)
-		}
-		if c == "ACS" && f.ACS == nil {
-			return fmt.Errorf("%s: ext_caps lists ACS but the function has no acs", f.Addr)
-		}
-	}
-	if f.EFA != nil {
-		if f.Kind != KindEndpoint || f.Vendor != 0x1d0f {
-			return fmt.Errorf("%s: an EFA NIC is an Amazon (1d0f) endpoint", f.Addr)
-		}
-	}
-	f.parent, f.physfn, f.root = parent, physfn, rb
-	f.numaNode = rb.NUMANode
-	if f.NUMANode != nil {
-		f.numaNode = *f.NUMANode
-	} else if physfn != nil {
-		f.numaNode = physfn.numaNode
-	}
-	m.fns[f.Addr] = f
-	return nil
 }
 
 func (c *CPU) validate() error {
