@@ -1,0 +1,194 @@
+package p2p_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/efap2p/efap2p/p2p"
+	"github.com/efap2p/efap2p/sim"
+)
+
+// TestNVIDIAInVMAllowsWhatTheKernelRefuses: p4d.24xlarge's GPUs and EFA
+// share a root bus with no host-bridge device, so the kernel's rule
+// refuses; NVIDIA's exporter allows any peer in a passthrough VM.
+func TestNVIDIAInVMAllowsWhatTheKernelRefuses(t *testing.T) {
+	_, dir := writeModel(t, "p4d.24xlarge", sim.WriteOptions{})
+	o, _ := openOracle(t, dir)
+	v, err := o.Verdict(p2p.MustParseAddr("0000:10:1c.0"), p2p.MustParseAddr("0000:10:1b.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.MapType != p2p.MapNotSupported || v.Outcome != p2p.OutcomeP2P || v.Policy != p2p.PolicyNVIDIA || !v.P2P() {
+		t.Fatalf("got %s / %s / %s; want NOT_SUPPORTED by the kernel, p2p by nvidia", v.MapType, v.Policy, v.Outcome)
+	}
+	if !strings.Contains(v.Reason, "passthrough VM") || !strings.Contains(v.Reason, "not in the P2PDMA whitelist") && !strings.Contains(v.Reason, "neither 00.0 nor a root port") {
+		t.Errorf("reason does not explain both rules: %s", v.Reason)
+	}
+	ok, best, err := o.ReachesAccelerator(p2p.MustParseAddr("0000:10:1b.0"))
+	if err != nil || !ok || best.Provider.Bus != 0x10 {
+		t.Errorf("ReachesAccelerator = %v, %+v, %v; want a GPU on bus 10", ok, best, err)
+	}
+}
+
+// TestAMDGPUBounces: amdgpu does not refuse, it bounces.
+func TestAMDGPUBounces(t *testing.T) {
+	m, dir := writeModel(t, "intel-acs-switch", sim.WriteOptions{})
+	o, _ := openOracle(t, dir)
+	var checked int
+	for _, nic := range m.EFANICs() {
+		ok, v, err := o.ReachesAccelerator(nic.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok || v == nil || v.Outcome != p2p.OutcomeBounced || v.Policy != p2p.PolicyAMDGPU {
+			t.Errorf("%s: reaches %v, nearest %+v; want bounced by amdgpu", nic.Addr, ok, v)
+			continue
+		}
+		if !strings.Contains(v.Reason, "system memory") {
+			t.Errorf("reason does not say the buffer moves to system memory: %s", v.Reason)
+		}
+		checked++
+	}
+	if checked == 0 {
+		t.Fatal("the model has no EFA NIC")
+	}
+}
+
+// blockedP5 returns p5.48xlarge with NIC 4f:00.0's firmware blocking peers.
+func blockedP5(t *testing.T) *sim.Machine {
+	m, err := sim.Builtin("p5.48xlarge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Function(p5NIC).EFA.PeerAccessBlocked = true
+	return m
+}
+
+// TestBlockedNIC: a NIC whose firmware blocks peer access is refused only
+// when a topology file or the ACPI table says so.
+func TestBlockedNIC(t *testing.T) {
+	m := blockedP5(t)
+	dir := t.TempDir()
+	if err := m.Write(dir, sim.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	o, _ := openOracle(t, dir)
+	v, err := o.Verdict(p5GPU, p5NIC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Outcome != p2p.OutcomeP2P || v.Source != p2p.SourceComputed || !strings.Contains(v.Reason, "efap2p export") {
+		t.Fatalf("without a file: %s from %s, reason %q; want p2p, computed, pointing at efap2p export", v.Outcome, v.Source, v.Reason)
+	}
+
+	file := filepath.Join(t.TempDir(), "topo.json")
+	tf := p2p.NewTopologyFile("test")
+	tf.NICs = append(tf.NICs, p2p.TopoNIC{Addr: p5NIC, PeerAccessBlocked: true})
+	writeTopology(t, file, tf)
+	src, _ := p2p.OpenSysfs(dir)
+	o = p2p.NewOracleWith(p2p.NewTopology(src), p2p.Options{TopologyFile: file})
+	v, _ = o.Verdict(p5GPU, p5NIC)
+	if v.Outcome != p2p.OutcomeRefused || v.Source != p2p.SourceTopologyFile || !strings.Contains(v.Reason, "blocking peer access") {
+		t.Errorf("with a topology file: %s from %s (%s)", v.Outcome, v.Source, v.Reason)
+	}
+	if ok, _, _ := o.ReachesAccelerator(p5NIC); ok {
+		t.Error("a blocked NIC reaches an accelerator")
+	}
+	if ok, _, _ := o.ReachesAccelerator(p2p.MustParseAddr("0000:50:00.0")); !ok {
+		t.Error("its neighbour, not blocked, does not reach one")
+	}
+
+	// The ACPI table: an entry for the NIC with no peers.
+	m.ACPIP2P = []sim.ACPIEntry{{Function: p5NIC}}
+	dir = t.TempDir()
+	if err := m.Write(dir, sim.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	o, _ = openOracle(t, dir)
+	v, _ = o.Verdict(p5GPU, p5NIC)
+	if v.Outcome != p2p.OutcomeRefused || v.Source != p2p.SourceACPI || v.MapType != p2p.MapNotSupported {
+		t.Errorf("with an ACPI entry: %s %s from %s", v.MapType, v.Outcome, v.Source)
+	}
+}
+
+func writeTopology(t *testing.T, file string, tf *p2p.TopologyFile) {
+	t.Helper()
+	data, err := tf.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestACPIReplacesWhitelist: an ACPI entry listing a peer makes a pair the
+// whitelist refuses reachable, with the table's figures.
+func TestACPIReplacesWhitelist(t *testing.T) {
+	m, err := sim.Builtin("intel-acs-switch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gpu, nic p2p.Addr
+	for _, p := range m.Pairs() {
+		if p.MapType == p2p.MapNotSupported && m.Function(p.Client).EFA != nil {
+			gpu, nic = p.Provider, p.Client
+			break
+		}
+	}
+	m.ACPIP2P = []sim.ACPIEntry{{Function: nic, Peers: []sim.ACPIPeer{{Peer: gpu, LatencyNs: 900, BandwidthMBs: 12000}}}}
+	o := p2p.NewOracle(p2p.NewTopology(m.Source()))
+	v, err := o.Verdict(gpu, nic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.MapType != p2p.MapThruHostBridge || v.Source != p2p.SourceACPI || v.Rule != p2p.RuleACPI || v.Outcome != p2p.OutcomeP2P || v.BandwidthMBs() != 12000 || v.LatencyNs() != 900 {
+		t.Errorf("got %s %s %s %s %d MB/s %d ns", v.MapType, v.Source, v.Rule, v.Outcome, v.BandwidthMBs(), v.LatencyNs())
+	}
+}
+
+// TestPrecedence: the topology file wins over the ACPI table, which wins
+// over the computed verdict.
+func TestPrecedence(t *testing.T) {
+	m := blockedP5(t)
+	m.ACPIP2P = []sim.ACPIEntry{{Function: p5NIC}} // ACPI: unreachable
+	dir := t.TempDir()
+	if err := m.Write(dir, sim.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "topo.json")
+	tf := p2p.NewTopologyFile("test")
+	tf.Pairs = append(tf.Pairs, p2p.TopoPair{Provider: p5GPU, Client: p5NIC, MapType: p2p.MapBusAddr, Distance: 4, Path: p2p.PathPIX, Outcome: p2p.OutcomeP2P, BandwidthMBs: 1, LatencyNs: 2})
+	writeTopology(t, file, tf)
+	src, _ := p2p.OpenSysfs(dir)
+	o := p2p.NewOracleWith(p2p.NewTopology(src), p2p.Options{TopologyFile: file})
+	if v, _ := o.Verdict(p5GPU, p5NIC); v.Source != p2p.SourceTopologyFile || v.Outcome != p2p.OutcomeP2P || v.BandwidthMBs() != 1 {
+		t.Errorf("file vs ACPI: %s %s", v.Source, v.Outcome)
+	}
+	if v, _ := o.Verdict(p5GPU, p2p.MustParseAddr("0000:50:00.0")); v.Source != p2p.SourceComputed {
+		t.Errorf("a pair neither lists: source %s", v.Source)
+	}
+}
+
+// TestBadTopologyFileFallsBack: a malformed file is reported once, by file
+// and line, and the other sources answer.
+func TestBadTopologyFileFallsBack(t *testing.T) {
+	_, dir := writeModel(t, "p5.48xlarge", sim.WriteOptions{})
+	file := filepath.Join(t.TempDir(), "topo.json")
+	os.WriteFile(file, []byte("{\n  \"format\": \"efap2p-topology\",\n  \"version\": 9\n}\n"), 0o644)
+	var warnings []string
+	src, _ := p2p.OpenSysfs(dir)
+	o := p2p.NewOracleWith(p2p.NewTopology(src), p2p.Options{TopologyFile: file, Warnf: func(f string, a ...any) {
+		warnings = append(warnings, f)
+	}})
+	for i := 0; i < 3; i++ {
+		if v, err := o.Verdict(p5GPU, p5NIC); err != nil || v.Source != p2p.SourceComputed {
+			t.Fatalf("verdict %v, %v", v, err)
+		}
+	}
+	if len(warnings) != 1 || o.TopologyFileError() == nil || !strings.Contains(o.TopologyFileError().Error(), file+":1: version 9") {
+		t.Errorf("warnings %v, error %v", warnings, o.TopologyFileError())
+	}
+}
