@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * efap2p: can this EFA NIC DMA into that accelerator's memory?
+ *
+ * An extension of libefa's efadv_query_device(): the P2P_DMA device
+ * capability, and a pairwise query, answered from the PCI topology (the
+ * kernel's p2pdma rule and the exporting driver's policy), a topology
+ * file, or the ACPI P2P table -- without any GPU runtime.
+ *
+ * Link with `pkg-config --libs efap2p`, or LD_PRELOAD libefap2p.so.1 into
+ * an unmodified program. See efadv_p2p_query_peer(3).
+ */
+#ifndef __EFADV_P2P_H__
+#define __EFADV_P2P_H__
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <infiniband/efadv.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * efadv_device_attr.device_caps: the NIC gets true peer-to-peer DMA into at
+ * least one accelerator (PCI class 0x03 or 0x12) of this host: not refused,
+ * not bounced through system memory. The top bit, so that it never collides
+ * with a capability rdma-core assigns from the bottom.
+ */
+#define EFADV_DEVICE_ATTR_CAPS_P2P_DMA (1u << 31)
+
+/* How the kernel maps the NIC's DMA into the peer's memory. */
+enum efadv_p2p_map_type {
+	EFADV_P2P_MAP_UNKNOWN = 0,
+	EFADV_P2P_MAP_NOT_SUPPORTED = 1,	/* the kernel refuses the mapping */
+	EFADV_P2P_MAP_BUS_ADDR = 2,		/* through PCIe switches only */
+	EFADV_P2P_MAP_THRU_HOST_BRIDGE = 3,	/* through the root complex */
+};
+
+/* The path between the two, as NCCL and nvidia-smi name it. */
+enum efadv_p2p_path {
+	EFADV_P2P_PATH_UNKNOWN = 0,
+	EFADV_P2P_PATH_LOC = 1,		/* the same function */
+	EFADV_P2P_PATH_PIX = 2,		/* at most one PCIe switch */
+	EFADV_P2P_PATH_PXB = 3,		/* several bridges, no host bridge */
+	EFADV_P2P_PATH_PHB = 4,		/* through one host bridge */
+	EFADV_P2P_PATH_NODE = 5,	/* between host bridges of a NUMA node */
+	EFADV_P2P_PATH_SYS = 6,		/* across NUMA nodes */
+};
+
+/* What the NIC's DMA really gets once the exporting driver has decided. */
+enum efadv_p2p_outcome {
+	EFADV_P2P_OUTCOME_UNKNOWN = 0,
+	EFADV_P2P_OUTCOME_P2P = 1,	/* direct peer-to-peer DMA */
+	EFADV_P2P_OUTCOME_BOUNCED = 2,	/* allowed, through system memory */
+	EFADV_P2P_OUTCOME_REFUSED = 3,
+};
+
+/* Whose rule decided the outcome: the driver exporting the peer's memory. */
+enum efadv_p2p_policy {
+	EFADV_P2P_POLICY_KERNEL = 0,	/* the kernel's check (xe, vfio-pci, ...) */
+	EFADV_P2P_POLICY_AMDGPU = 1,
+	EFADV_P2P_POLICY_NVIDIA = 2,
+};
+
+/* Where the verdict came from. */
+enum efadv_p2p_source {
+	EFADV_P2P_SOURCE_COMPUTED = 0,		/* from sysfs, by the kernel's rule */
+	EFADV_P2P_SOURCE_ACPI = 1,		/* the ACPI P2P table */
+	EFADV_P2P_SOURCE_TOPOLOGY_FILE = 2,	/* EFAP2P_TOPOLOGY */
+};
+
+/* efadv_p2p_attr.flags */
+enum {
+	/* Something the rule needs could not be read (ACS without root): the
+	 * answer took the kernel-safe branch. */
+	EFADV_P2P_FLAG_UNCERTAIN = 1 << 0,
+	/* A dma-buf query: the exporter has several candidate devices; the
+	 * attr describes the most favourable one. */
+	EFADV_P2P_FLAG_AMBIGUOUS_PEER = 1 << 1,
+};
+
+struct efadv_p2p_attr {
+	uint64_t comp_mask;		/* out: 0, reserved for extensions */
+	uint32_t map_type;		/* enum efadv_p2p_map_type */
+	int32_t distance;		/* the kernel's hop count of the path */
+	uint32_t path;			/* enum efadv_p2p_path */
+	uint32_t outcome;		/* enum efadv_p2p_outcome */
+	uint32_t policy;		/* enum efadv_p2p_policy */
+	uint32_t source;		/* enum efadv_p2p_source */
+	uint32_t bandwidth_mbs;		/* narrowest link, MB/s; 0 if unknown */
+	uint32_t latency_ns;		/* estimate */
+	uint32_t flags;			/* EFADV_P2P_FLAG_* */
+	uint32_t peer_domain;		/* the peer's PCI address */
+	uint8_t peer_bus;
+	uint8_t peer_devfn;		/* device << 3 | function */
+	uint8_t reserved[6];
+	/* Why, in a sentence or more: NUL-terminated, owned by the library,
+	 * valid until the process exits. */
+	const char *reason;
+};
+
+/*
+ * The verdict for the NIC of ibvctx DMAing into memory owned by the PCI
+ * function peer_pci ("0000:53:00.0"). Fills the fields of attr that lie
+ * wholly within inlen bytes (inlen must reach at least `distance`).
+ * Returns 0, or an errno: EINVAL (NULL argument, short inlen, malformed
+ * address), ENODEV (the context's device has no PCI function), ENOENT (no
+ * such peer), EIO (the topology could not be read).
+ */
+int efadv_p2p_query_peer(struct ibv_context *ibvctx, const char *peer_pci,
+			 struct efadv_p2p_attr *attr, uint32_t inlen);
+
+/*
+ * The same for the device that exports the dma-buf dmabuf_fd (found from
+ * its exporter name and the PCI functions bound to that driver). Also
+ * returns EBADF (fd not open), EINVAL (not a dma-buf), ENOENT (a
+ * system-memory exporter, or an exporter that owns no PCI function).
+ */
+int efadv_p2p_query_dmabuf(struct ibv_context *ibvctx, int dmabuf_fd,
+			   struct efadv_p2p_attr *attr, uint32_t inlen);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* __EFADV_P2P_H__ */
