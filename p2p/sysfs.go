@@ -454,3 +454,31 @@ func (c *sysfsConfig) ReadDword(off int) (uint32, bool, error) {
 	}
 	return 0, false, nil
 }
+
+// ErrNotPCI is wrapped when an RDMA device has no PCI function (a software
+// device such as rxe or siw).
+var ErrNotPCI = errors.New("not a PCI device")
+
+// RDMADevice returns the PCI function of an RDMA device, by its verbs name
+// ("rdmap79s0"): the target of class/infiniband/<name>/device.
+func (s *Sysfs) RDMADevice(ibdev string) (Addr, error) {
+	if ibdev == "" || strings.ContainsAny(ibdev, "/\x00") || ibdev == "." || ibdev == ".." {
+		return Addr{}, fmt.Errorf("RDMA device name %q", ibdev)
+	}
+	s.readlinks.Add(1)
+	t, err := os.Readlink(filepath.Join(s.root, "class/infiniband", ibdev, "device"))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			if _, err2 := os.Stat(filepath.Join(s.root, "class/infiniband", ibdev)); err2 != nil {
+				return Addr{}, fmt.Errorf("RDMA device %s: %w", ibdev, fs.ErrNotExist)
+			}
+			return Addr{}, fmt.Errorf("RDMA device %s: %w", ibdev, ErrNotPCI)
+		}
+		return Addr{}, fmt.Errorf("RDMA device %s: %w", ibdev, err)
+	}
+	a, ok := parseAddr(filepath.Base(t))
+	if !ok {
+		return Addr{}, fmt.Errorf("RDMA device %s: %w (its device is %s)", ibdev, ErrNotPCI, filepath.Base(t))
+	}
+	return a, nil
+}

@@ -245,3 +245,16 @@ func TestRealSysfs(t *testing.T) {
 	}
 	t.Logf("%d functions, %+v", len(addrs), src.Stats())
 }
+
+func TestRDMADevice(t *testing.T) {
+	_, dir := writeModel(t, "p5.48xlarge", sim.WriteOptions{})
+	_, src := openOracle(t, dir)
+	if a, err := src.RDMADevice("rdmap79s0"); err != nil || a != p5NIC {
+		t.Errorf("rdmap79s0 = %v, %v; want %s", a, err, p5NIC)
+	}
+	for _, bad := range []string{"nonesuch", "", "../x"} {
+		if _, err := src.RDMADevice(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}

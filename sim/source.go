@@ -152,3 +152,14 @@ func (s modelSource) ACPIPeers(a p2p.Addr) (map[p2p.Addr]p2p.ACPIFigures, bool, 
 	}
 	return nil, false, nil
 }
+
+// DriverFunctions implements p2p.DriverFunctions from the model's drivers.
+func (s modelSource) DriverFunctions(driver string) ([]p2p.Addr, error) {
+	var out []p2p.Addr
+	for a, f := range s.m.fns {
+		if f.Driver == driver {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
