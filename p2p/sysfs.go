@@ -466,7 +466,7 @@ func (s *Sysfs) RDMADevice(ibdev string) (Addr, error) {
 		return Addr{}, fmt.Errorf("RDMA device name %q", ibdev)
 	}
 	s.readlinks.Add(1)
-	t, err := os.Readlink(filepath.Join(s.root, "class/infiniband", ibdev, "device"))
+	t, err := filepath.EvalSymlinks(filepath.Join(s.root, "class/infiniband", ibdev, "device"))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			if _, err2 := os.Stat(filepath.Join(s.root, "class/infiniband", ibdev)); err2 != nil {

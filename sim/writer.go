@@ -219,6 +219,11 @@ func (w *treeWriter) link(p, target string) {
 		w.err = err
 		return
 	}
+	// A link to an ancestor of the link's directory climbs one level more
+	// and names the target, as sysfs writes it ("../../../0000:4f:00.0").
+	if rel == ".." || strings.HasSuffix(rel, "/..") {
+		rel = filepath.Join(rel, "..", filepath.Base(target))
+	}
 	if err := os.Symlink(rel, p); err != nil && !errors.Is(err, os.ErrExist) {
 		w.err = err
 	}
