@@ -67,3 +67,30 @@ func BenchmarkColdP5GPUNICPairs(b *testing.B) {
 	}
 	b.ReportMetric(float64(st.ConfigDwords), "dwords/op")
 }
+
+// BenchmarkMatrix4096 is the full verdict matrix (every ordered pair) of a
+// 4096-function synthetic machine read from its sysfs tree, from a fresh
+// oracle (target: <= 1 s, <= 256 MiB).
+func BenchmarkMatrix4096(b *testing.B) {
+	m := sim.Synthetic(4096)
+	dir := b.TempDir()
+	if err := m.Write(dir, sim.WriteOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	var addrs []p2p.Addr
+	for _, f := range m.Functions() {
+		addrs = append(addrs, f.Addr)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		o, _ := openOracle(b, dir)
+		mx, err := o.Matrix(addrs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(mx.Addrs) != len(addrs) {
+			b.Fatal("short matrix")
+		}
+	}
+	b.ReportMetric(float64(len(addrs)), "functions")
+}
