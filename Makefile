@@ -42,7 +42,8 @@ vet:
 go-test: go-build
 	$(GO) test ./...
 
-c-test: c-build
+# The C suites run programs inside `efap2p sim`: they need build/efap2p too.
+c-test: go-build c-build
 	cd $(BUILD)/cmake && ctest --output-on-failure
 
 test: vet go-test c-test
