@@ -5,13 +5,21 @@
  *
  * Usage: bench_ctx [ITERATIONS [RUNS]]. Prints one line:
  *   bench_ctx device=NAME iterations=N runs=R median_per_s=X min_per_s=Y max_per_s=Z median_us=U
+ *
+ * bench_ctx --startup N PROGRAM: the start-up cost of the preloaded library
+ * in a process that never uses it: N spawns of PROGRAM with this process's
+ * LD_PRELOAD and N without, interleaved. Prints one line:
+ *   bench_startup program=P spawns=N with_us=A without_us=B added_us=C (medians)
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <infiniband/efadv.h>
 #include <infiniband/verbs.h>
@@ -45,8 +53,57 @@ static int cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+extern char **environ;
+
+static double spawn_us(const char *prog, char **env)
+{
+	char *argv[] = { (char *)prog, NULL };
+	double t0 = now();
+	int status;
+	pid_t pid;
+
+	if (posix_spawn(&pid, prog, NULL, NULL, argv, env) || waitpid(pid, &status, 0) != pid)
+		return -1;
+	return (now() - t0) * 1e6;
+}
+
+static int startup(int n, const char *prog)
+{
+	double *with = calloc((size_t)n, sizeof(double)), *without = calloc((size_t)n, sizeof(double));
+	char **bare;
+	int i, k = 0;
+
+	for (i = 0; environ[i]; i++)
+		;
+	bare = calloc((size_t)i + 1, sizeof(char *));
+	if (!with || !without || !bare)
+		return 1;
+	for (i = 0; environ[i]; i++)
+		if (strncmp(environ[i], "LD_PRELOAD=", 11))
+			bare[k++] = environ[i];
+	for (i = 0; i < n; i++) {
+		with[i] = spawn_us(prog, environ);
+		without[i] = spawn_us(prog, bare);
+		if (with[i] < 0 || without[i] < 0) {
+			fprintf(stderr, "bench_ctx: cannot run %s\n", prog);
+			return 1;
+		}
+	}
+	qsort(with, (size_t)n, sizeof(double), cmp);
+	qsort(without, (size_t)n, sizeof(double), cmp);
+	printf("bench_startup program=%s spawns=%d with_us=%.0f without_us=%.0f added_us=%.0f\n", prog, n,
+	       with[n / 2], without[n / 2], with[n / 2] - without[n / 2]);
+	free(with);
+	free(without);
+	free(bare);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 4 && !strcmp(argv[1], "--startup"))
+		return startup(atoi(argv[2]) > 0 ? atoi(argv[2]) : 1, argv[3]);
+
 	int iters = argc > 1 ? atoi(argv[1]) : 2000, runs = argc > 2 ? atoi(argv[2]) : 7, n = 0, i, r;
 	struct ibv_device **list = ibv_get_device_list(&n);
 	double rate[64], t0;
