@@ -104,10 +104,15 @@ EFASIM_API int efasim_dmabuf_create(const char *owner_pci, const char *exp_name,
 {
 	int saved = errno, fd = dmabuf_create(owner_pci, exp_name, size);
 
-	efasim_trace("dma-buf create owner %s exporter %s size %zu -> %s%d",
+	char res[32];
+
+	if (fd < 0)
+		snprintf(res, sizeof(res), "%s", efasim_errname(-fd));
+	else
+		snprintf(res, sizeof(res), "fd %d", fd);
+	efasim_trace("dma-buf create owner %s exporter %s size %zu -> %s",
 		     owner_pci && *owner_pci ? owner_pci : "(system memory)",
-		     exp_name && *exp_name ? exp_name : "(owner's driver)", size,
-		     fd < 0 ? efasim_errname(-fd) : "fd ", fd < 0 ? 0 : fd);
+		     exp_name && *exp_name ? exp_name : "(owner's driver)", size, res);
 	if (fd < 0) {
 		errno = -fd;
 		return -1;

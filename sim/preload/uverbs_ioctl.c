@@ -271,7 +271,6 @@ static int reg_dmabuf_mr(struct efasim_file *f, const struct ib_uverbs_ioctl_hdr
 	atomic_fetch_add(&efasim_dmabuf_mr_calls, 1);
 	c->f = f;
 	c->uattrs = uattrs;
-	c->fd = -1;
 	if (efasim_copy_in(attrs, uattrs, h->num_attrs * sizeof(attrs[0])))
 		return -EFAULT;
 	rc = process_attrs(c, attrs, h->num_attrs);
@@ -324,7 +323,7 @@ static int do_ioctl(struct efasim_file *f, unsigned long req, uint64_t arg,
 int efasim_uverbs_ioctl_locked(struct efasim_file *f, unsigned long req, void *arg)
 {
 	struct ib_uverbs_ioctl_hdr h = { 0 };
-	struct dm_call c = { 0 };
+	struct dm_call c = { .fd = -1 };
 	int rc = do_ioctl(f, req, (uintptr_t)arg, &h, &c);
 
 	if (h.object_id == UVERBS_OBJECT_MR && h.method_id == UVERBS_METHOD_REG_DMABUF_MR)
