@@ -52,9 +52,10 @@ static void atfork_parent(void)
 
 static void atfork_child(void)
 {
-	/* The child has one thread; the lock was taken by the forking one. */
-	pthread_mutex_init(&table_lock, NULL);
+	/* The child's only thread is the one that took the lock in
+	 * atfork_prepare; a default mutex can be released by it. */
 	atomic_store(&owner_pid, (int)getpid());
+	efasim_unlock();
 }
 
 static void register_atfork(void)
