@@ -45,7 +45,8 @@ go-test: go-build
 	TMPDIR=$(TEST_TMPDIR) $(GO) test ./...
 	TMPDIR=$(TEST_TMPDIR) $(GO) test -race ./p2p/
 
-c-test: c-build
+# The C suites run programs inside `efap2p sim`: they need build/efap2p too.
+c-test: go-build c-build
 	cd $(BUILD)/cmake && ctest --output-on-failure
 
 test: vet go-test c-test

@@ -6,6 +6,7 @@
 //
 //	efap2p topo    [--sysfs DIR] [--json]              the matrix of accelerators and NICs
 //	efap2p explain [--sysfs DIR] [--json] PROVIDER CLIENT
+//	efap2p sim [--machine NAME | --model FILE] [--keep] -- COMMAND [ARGS...]
 //	efap2p sim write [--machine NAME | --model FILE] DIR
 //	efap2p sim list
 //	efap2p help [COMMAND]

@@ -1,23 +1,56 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/efap2p/efap2p/sim"
 )
 
 func init() {
-	register(&command{name: "sim", summary: "emulated EFA hosts: list models, write a model's sysfs tree", run: runSim})
+	register(&command{name: "sim", summary: "run a command inside an emulated EFA host; list and write machine models", run: runSim})
 }
 
 const simUsage = `Usage:
+  efap2p sim [--machine NAME | --model FILE] [--keep] -- COMMAND [ARGS...]
+      run COMMAND inside an emulated EFA host
   efap2p sim list
       list the built-in machine models
   efap2p sim write [--machine NAME | --model FILE] [--unprivileged] DIR
       write the model's sysfs tree (and the emulator's efasim.conf) under DIR
+
+Running a command:
+  The model (default ` + sim.DefaultMachine + `) is written as a sysfs tree to a new
+  temporary directory; COMMAND runs with SYSFS_PATH naming that tree and
+  libefasim.so appended to LD_PRELOAD. Inside, the unmodified rdma-core
+  userspace (libibverbs, libefa, ibv_devices, ibv_devinfo, pyverbs) sees the
+  model's EFA devices: /dev/infiniband/uverbsN, contexts, device and port
+  queries, protection domains, memory registration, and dma-buf
+  registration that the emulated kernel accepts or refuses per the model.
+  EFASIM_CONFIG is removed from COMMAND's environment, so that the tree's
+  efasim.conf is the one used; EFASIM_TRACE=1 makes the library log each
+  emulated call on stderr. The tree is removed when COMMAND ends, unless
+  --keep is given (then its path is printed on stderr).
+
+  The library is looked for in $EFASIM_LIBRARY, then next to the efap2p
+  executable, then in ../lib/efap2p/ from it (an installed layout).
+  Programs that LD_PRELOAD cannot reach (static binaries, setuid programs,
+  raw system calls) see no emulated host.
+
+Exit status:
+  COMMAND's exit status; 128+N when it was killed by signal N; 127 when it
+  cannot be found, 126 when it cannot be run; 2 for bad usage, an unknown
+  model or a missing library; 1 when the tree cannot be written.
 `
 
 func runSim(args []string, stdout, stderr io.Writer) error {
@@ -31,6 +64,9 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 		if len(rest) > 0 && (rest[0] == "-h" || rest[0] == "--help") {
 			fmt.Fprint(stdout, simUsage)
 			return errHelp
+		}
+		if len(rest) > 0 {
+			return simRun(rest, stdout, stderr)
 		}
 	}
 	fmt.Fprint(stderr, simUsage)
@@ -122,4 +158,189 @@ func simWrite(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "wrote machine %s (%d functions, %d EFA NICs) to %s\n", m.Name, len(m.Functions()), len(m.EFANICs()), fs.Arg(0))
 	return nil
+}
+
+// libraryName is the file name of the emulator's preload library.
+const libraryName = "libefasim.so"
+
+// executable returns the running binary's path; tests replace it.
+var executable = os.Executable
+
+// simRun runs a command inside an emulated host:
+// efap2p sim [--machine NAME | --model FILE] [--keep] -- COMMAND [ARGS...].
+func simRun(args []string, stdout, stderr io.Writer) error {
+	dash := slices.Index(args, "--")
+	if dash < 0 {
+		fmt.Fprint(stderr, simUsage)
+		return usagef("sim: put the command to run after --")
+	}
+	fset := flag.NewFlagSet("sim", flag.ContinueOnError)
+	fset.SetOutput(stderr)
+	var mf modelFlags
+	mf.register(fset)
+	keep := fset.Bool("keep", false, "keep the emulated host's sysfs tree and print its path")
+	fset.Usage = func() { fmt.Fprint(stderr, simUsage); fset.PrintDefaults() }
+	if err := fset.Parse(args[:dash]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return errHelp
+		}
+		return usageError{err}
+	}
+	if fset.NArg() > 0 {
+		return usagef("sim: unexpected %q before --", fset.Arg(0))
+	}
+	command := args[dash+1:]
+	if len(command) == 0 {
+		return usagef("sim: no command after --")
+	}
+	lib, err := findLibrary()
+	if err != nil {
+		return usageError{err}
+	}
+	m, err := mf.load()
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "efap2p-sim-")
+	if err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
+	defer func() {
+		if *keep {
+			fmt.Fprintf(stderr, "efap2p: kept the emulated host's tree in %s\n", dir)
+			return
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			fmt.Fprintf(stderr, "efap2p: removing %s: %v\n", dir, err)
+		}
+	}()
+	if err := m.Write(dir, sim.WriteOptions{}); err != nil {
+		return fmt.Errorf("sim: writing machine %s: %w", m.Name, err)
+	}
+	code, err := runChild(command, simEnv(os.Environ(), dir, lib), stdout, stderr)
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return exitStatus(code)
+	}
+	return nil
+}
+
+// findLibrary locates libefasim.so: $EFASIM_LIBRARY, then next to the
+// executable, then ../lib/efap2p/ from it. The path returned is absolute,
+// as LD_PRELOAD needs in a child that may change directory.
+func findLibrary() (string, error) {
+	if p := os.Getenv("EFASIM_LIBRARY"); p != "" {
+		abs, err := filepath.Abs(p)
+		if err == nil {
+			err = regularFile(abs)
+		}
+		if err != nil {
+			return "", fmt.Errorf("EFASIM_LIBRARY=%s: %w", p, err)
+		}
+		return abs, nil
+	}
+	exe, err := executable()
+	if err != nil {
+		return "", fmt.Errorf("finding %s: %w", libraryName, err)
+	}
+	if resolved, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = resolved
+	}
+	dir := filepath.Dir(exe)
+	candidates := []string{
+		filepath.Join(dir, libraryName),
+		filepath.Join(dir, "..", "lib", "efap2p", libraryName),
+	}
+	for _, c := range candidates {
+		if regularFile(c) == nil {
+			return filepath.Abs(c)
+		}
+	}
+	return "", fmt.Errorf("%s not found (looked for %s); build it with 'make c-build', or set EFASIM_LIBRARY", libraryName, strings.Join(candidates, " and "))
+}
+
+func regularFile(p string) error {
+	st, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", p)
+	}
+	return nil
+}
+
+// simEnv returns the child's environment: SYSFS_PATH set to the tree,
+// lib appended to LD_PRELOAD, and EFASIM_CONFIG removed so that the
+// library reads the tree's efasim.conf.
+func simEnv(environ []string, dir, lib string) []string {
+	out := make([]string, 0, len(environ)+2)
+	preload := ""
+	for _, kv := range environ {
+		name, value, _ := strings.Cut(kv, "=")
+		switch name {
+		case "SYSFS_PATH", "EFASIM_CONFIG":
+			continue
+		case "LD_PRELOAD":
+			preload = strings.TrimSpace(value)
+			continue
+		}
+		out = append(out, kv)
+	}
+	if preload != "" {
+		preload += ":" + lib
+	} else {
+		preload = lib
+	}
+	return append(out, "SYSFS_PATH="+dir, "LD_PRELOAD="+preload)
+}
+
+// runChild runs command and returns its exit status as a shell reports
+// it: 128+N for a signal N, 127 when not found, 126 when not runnable.
+// SIGTERM and SIGHUP sent to efap2p are passed on; SIGINT and SIGQUIT
+// come from the terminal to the whole process group, so efap2p only
+// outlives them to clean up.
+func runChild(command []string, env []string, stdout, stderr io.Writer) (int, error) {
+	cmd := exec.Command(command[0], command[1:]...)
+	cmd.Env = env
+	cmd.Stdin = os.Stdin
+	cmd.Stdout = stdout
+	cmd.Stderr = stderr
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(stderr, "efap2p: sim: %v\n", err)
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+			return 127, nil
+		}
+		return 126, nil
+	}
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case s := <-sigs:
+				if s == syscall.SIGTERM || s == syscall.SIGHUP {
+					_ = cmd.Process.Signal(s)
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	err := cmd.Wait()
+	close(done)
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
+		if ws.Signaled() {
+			return 128 + int(ws.Signal()), nil
+		}
+		return ws.ExitStatus(), nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("sim: %w", err)
+	}
+	return cmd.ProcessState.ExitCode(), nil
 }

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fakeLibrary points EFASIM_LIBRARY at a file standing for libefasim.so.
+// It is not a shared object: the dynamic loader warns on stderr and runs
+// the command without it, which is all these tests of the runner need.
+func fakeLibrary(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "libefasim.so")
+	if err := os.WriteFile(p, []byte("not an ELF file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("EFASIM_LIBRARY", p)
+	return p
+}
+
+// tinyModel writes a one-NIC machine model and returns its path: writing
+// it is quicker than the 32-NIC default on slow temporary filesystems.
+func tinyModel(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "tiny.json")
+	model := `{"format": 1, "name": "tiny", "description": "one EFA NIC on a root bus",
+  "cpu": {"arch": "x86", "vendor": "AMD", "family": "19", "model": "01"},
+  "root_buses": [{"domain": "0000", "bus": "00", "numa_node": 0, "functions": [
+    {"addr": "0000:00:00.0", "kind": "host_bridge", "vendor": "1022", "device": "1480", "class": "060000"},
+    {"addr": "0000:00:05.0", "kind": "endpoint", "vendor": "1d0f", "device": "efa1", "class": "020000", "driver": "efa", "efa": {}}
+  ]}]}`
+	if err := os.WriteFile(p, []byte(model), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func runSimCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(append([]string{"sim"}, args...), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestSimRunExitStatus(t *testing.T) {
+	fakeLibrary(t)
+	model := tinyModel(t)
+	for _, tc := range []struct {
+		name    string
+		command []string
+		want    int
+	}{
+		{"success", []string{"true"}, 0},
+		{"exit status", []string{"sh", "-c", "exit 3"}, 3},
+		{"killed by SIGTERM", []string{"sh", "-c", "kill -TERM $$"}, 128 + 15},
+		{"killed by SIGKILL", []string{"sh", "-c", "kill -KILL $$"}, 128 + 9},
+		{"not found", []string{"efap2p-no-such-command"}, 127},
+		{"not executable", []string{os.DevNull}, 126},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runSimCmd(t, append([]string{"--model", model, "--"}, tc.command...)...)
+			if code != tc.want {
+				t.Errorf("exit status %d, want %d (stderr: %s)", code, tc.want, stderr)
+			}
+		})
+	}
+}
+
+func TestSimRunEnvironment(t *testing.T) {
+	lib := fakeLibrary(t)
+	t.Setenv("LD_PRELOAD", "/opt/other/libother.so")
+	t.Setenv("EFASIM_CONFIG", "/somewhere/else.conf")
+	script := `test -f "$SYSFS_PATH/efasim.conf" || exit 9
+test -d "$SYSFS_PATH/class/infiniband_verbs/uverbs0" || exit 10
+echo "LD_PRELOAD=$LD_PRELOAD"
+echo "EFASIM_CONFIG=${EFASIM_CONFIG-unset}"
+echo "SYSFS_PATH=$SYSFS_PATH"`
+	code, stdout, stderr := runSimCmd(t, "--model", tinyModel(t), "--", "sh", "-c", script)
+	if code != 0 {
+		t.Fatalf("exit status %d (stderr: %s)", code, stderr)
+	}
+	if want := "LD_PRELOAD=/opt/other/libother.so:" + lib + "\n"; !strings.Contains(stdout, want) {
+		t.Errorf("stdout %q lacks %q: the library must be appended to LD_PRELOAD", stdout, want)
+	}
+	if !strings.Contains(stdout, "EFASIM_CONFIG=unset\n") {
+		t.Errorf("stdout %q: EFASIM_CONFIG must be removed", stdout)
+	}
+	_, tree, _ := strings.Cut(stdout, "SYSFS_PATH=")
+	tree = strings.TrimSpace(tree)
+	if tree == "" {
+		t.Fatalf("no SYSFS_PATH in %q", stdout)
+	}
+	if _, err := os.Stat(tree); !os.IsNotExist(err) {
+		t.Errorf("the tree %s is still there after the command (stat: %v)", tree, err)
+	}
+}
+
+func TestSimRunPreloadAlone(t *testing.T) {
+	lib := fakeLibrary(t)
+	t.Setenv("LD_PRELOAD", "")
+	code, stdout, stderr := runSimCmd(t, "--", "sh", "-c", `echo "$LD_PRELOAD"`)
+	if code != 0 || strings.TrimSpace(stdout) != lib {
+		t.Errorf("exit %d, LD_PRELOAD %q, want %q (stderr: %s)", code, stdout, lib, stderr)
+	}
+}
+
+func TestSimRunKeep(t *testing.T) {
+	fakeLibrary(t)
+	code, stdout, stderr := runSimCmd(t, "--keep", "--model", tinyModel(t), "--", "sh", "-c", `echo "$SYSFS_PATH"`)
+	if code != 0 {
+		t.Fatalf("exit status %d (stderr: %s)", code, stderr)
+	}
+	tree := strings.TrimSpace(stdout)
+	t.Cleanup(func() { os.RemoveAll(tree) })
+	if _, err := os.Stat(filepath.Join(tree, "efasim.conf")); err != nil {
+		t.Errorf("--keep: %v", err)
+	}
+	if !strings.Contains(stderr, tree) {
+		t.Errorf("--keep must print the tree's path; stderr: %q", stderr)
+	}
+}
+
+func TestSimRunMissingLibrary(t *testing.T) {
+	t.Run("EFASIM_LIBRARY names no file", func(t *testing.T) {
+		t.Setenv("EFASIM_LIBRARY", filepath.Join(t.TempDir(), "missing.so"))
+		code, _, stderr := runSimCmd(t, "--", "true")
+		if code != 2 || !strings.Contains(stderr, "EFASIM_LIBRARY") {
+			t.Errorf("exit %d, stderr %q; want 2 and a message naming EFASIM_LIBRARY", code, stderr)
+		}
+	})
+	t.Run("nothing next to the executable", func(t *testing.T) {
+		t.Setenv("EFASIM_LIBRARY", "")
+		dir := t.TempDir()
+		restore := executable
+		executable = func() (string, error) { return filepath.Join(dir, "bin", "efap2p"), nil }
+		t.Cleanup(func() { executable = restore })
+		code, _, stderr := runSimCmd(t, "--", "true")
+		if code != 2 || !strings.Contains(stderr, "libefasim.so not found") || !strings.Contains(stderr, "make c-build") {
+			t.Errorf("exit %d, stderr %q; want 2 and a hint to build the library", code, stderr)
+		}
+	})
+}
+
+func TestFindLibraryLayouts(t *testing.T) {
+	t.Setenv("EFASIM_LIBRARY", "")
+	restore := executable
+	t.Cleanup(func() { executable = restore })
+	root := t.TempDir()
+	exe := filepath.Join(root, "bin", "efap2p")
+	installed := filepath.Join(root, "lib", "efap2p", "libefasim.so")
+	beside := filepath.Join(root, "bin", "libefasim.so")
+	for _, p := range []string{exe, installed} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	executable = func() (string, error) { return exe, nil }
+	if got, err := findLibrary(); err != nil || got != installed {
+		t.Errorf("installed layout: %q, %v; want %q", got, err, installed)
+	}
+	if err := os.WriteFile(beside, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := findLibrary(); err != nil || got != beside {
+		t.Errorf("build layout: %q, %v; want %q (next to the executable comes first)", got, err, beside)
+	}
+}
+
+func TestSimRunUsage(t *testing.T) {
+	fakeLibrary(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		msg  string
+	}{
+		{"no --", []string{"--machine", "p5.48xlarge", "true"}, "after --"},
+		{"nothing after --", []string{"--"}, "no command"},
+		{"unknown machine", []string{"--machine", "no-such-machine", "--", "true"}, "no-such-machine"},
+		{"both model flags", []string{"--machine", "p5.48xlarge", "--model", "x.json", "--", "true"}, "exclude"},
+		{"missing model file", []string{"--model", "/nonexistent/model.json", "--", "true"}, "model.json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runSimCmd(t, tc.args...)
+			if code != 2 || !strings.Contains(stderr, tc.msg) {
+				t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr, tc.msg)
+			}
+		})
+	}
+}
+
+func TestSimHelp(t *testing.T) {
+	code, stdout, _ := runSimCmd(t, "--help")
+	if code != 0 || !strings.Contains(stdout, "-- COMMAND") || !strings.Contains(stdout, "Exit status") {
+		t.Errorf("exit %d, help %q", code, stdout)
+	}
+}
+
+func TestSimList(t *testing.T) {
+	code, stdout, _ := runSimCmd(t, "list")
+	if code != 0 || !strings.Contains(stdout, "p5.48xlarge") || !strings.Contains(stdout, " 32 EFA") {
+		t.Errorf("exit %d, list %q", code, stdout)
+	}
+}

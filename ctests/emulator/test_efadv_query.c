@@ -1,0 +1,120 @@
+/*
+ * rdma-core's EfaQueryDeviceTest idea in plain C: every EFA device of the
+ * emulated host answers efadv_query_device with exactly the attributes the
+ * model declares, its kernel capability bits translated as libefa 44 does
+ * (RDMA_READ -> 1<<0, RNR_RETRY -> 1<<1, CQ_WITH_SGID (kernel 1<<3) -> 1<<2,
+ * other kernel bits dropped).
+ *
+ * Usage: test_efadv_query MODEL, run inside `efap2p sim` with that model.
+ * The expectations below were written by hand from the model files.
+ */
+#define _GNU_SOURCE
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <infiniband/efadv.h>
+#include <infiniband/verbs.h>
+
+#include "check.h"
+
+struct expect {
+	uint32_t caps, max_sq_wr, max_rq_wr, max_rdma_size;
+	uint16_t max_sq_sge, max_rq_sge, inline_buf_size;
+};
+
+/* sim/machines/p5.48xlarge.json, efa_defaults: device_caps RDMA_READ,
+ * RNR_RETRY, CQ_NOTIFICATIONS, DATA_POLLING_128, RDMA_WRITE,
+ * UNSOLICITED_WRITE_RECV (no CQ_WITH_SGID); every NIC uses the defaults. */
+static const struct expect p5 = { 0x3, 4096, 32768, 1073741824, 2, 3, 32 };
+
+/* The 32 NICs: rdmap<bus>s0 for buses 4f-52, 60-63, 71-74, 82-85, 93-96,
+ * a4-a7, b5-b8, c6-c9, in decimal. */
+static const char *const p5_names[] = {
+	"rdmap79s0", "rdmap80s0", "rdmap81s0", "rdmap82s0",
+	"rdmap96s0", "rdmap97s0", "rdmap98s0", "rdmap99s0",
+	"rdmap113s0", "rdmap114s0", "rdmap115s0", "rdmap116s0",
+	"rdmap130s0", "rdmap131s0", "rdmap132s0", "rdmap133s0",
+	"rdmap147s0", "rdmap148s0", "rdmap149s0", "rdmap150s0",
+	"rdmap164s0", "rdmap165s0", "rdmap166s0", "rdmap167s0",
+	"rdmap181s0", "rdmap182s0", "rdmap183s0", "rdmap184s0",
+	"rdmap198s0", "rdmap199s0", "rdmap200s0", "rdmap201s0",
+};
+
+/* ctests/emulator/refused.json: 03:00.0 uses efa_defaults (RDMA_READ,
+ * RNR_RETRY, CQ_NOTIFICATIONS, CQ_WITH_SGID, UNSOLICITED_WRITE_RECV);
+ * 05:00.0 overrides caps (RDMA_READ, RDMA_WRITE) and sizes. */
+static const char *const refused_names[] = { "rdmap3s0", "rdmap5s0" };
+static const struct expect refused[] = {
+	{ 0x7, 4096, 32768, 1073741824, 2, 3, 32 },
+	{ 0x1, 2048, 8192, 8388608, 1, 2, 64 },
+};
+
+static void check_device(struct ibv_device *dev, const struct expect *e)
+{
+	struct ibv_context *ctx = ibv_open_device(dev);
+	struct efadv_device_attr a;
+	const char *name = ibv_get_device_name(dev);
+	int rc;
+
+	CHECK(ctx != NULL, "%s: ibv_open_device: %s", name, strerror(errno));
+	if (!ctx)
+		return;
+	memset(&a, 0xa5, sizeof(a));
+	rc = efadv_query_device(ctx, &a, sizeof(a));
+	CHECK(rc == 0, "%s: efadv_query_device: %s", name, strerror(rc));
+	CHECK(a.device_caps == e->caps, "%s: caps %#x, want %#x", name, a.device_caps, e->caps);
+	CHECK(a.max_sq_wr == e->max_sq_wr && a.max_rq_wr == e->max_rq_wr,
+	      "%s: wr %u/%u", name, a.max_sq_wr, a.max_rq_wr);
+	CHECK(a.max_sq_sge == e->max_sq_sge && a.max_rq_sge == e->max_rq_sge,
+	      "%s: sge %u/%u", name, a.max_sq_sge, a.max_rq_sge);
+	CHECK(a.inline_buf_size == e->inline_buf_size, "%s: inline %u", name, a.inline_buf_size);
+	CHECK(a.max_rdma_size == e->max_rdma_size, "%s: max_rdma_size %u", name, a.max_rdma_size);
+	CHECK(a.comp_mask == 0, "%s: comp_mask %llu", name, (unsigned long long)a.comp_mask);
+	/* libefa fills only what fits in inlen; RDMA_READ comes with
+	 * max_rdma_size, so a caller that stops at device_caps lacks it */
+	memset(&a, 0xa5, sizeof(a));
+	rc = efadv_query_device(ctx, &a, offsetof(struct efadv_device_attr, max_rdma_size));
+	CHECK(rc == 0 && a.device_caps == (e->caps & ~1u), "%s: short inlen: rc %d caps %#x", name, rc,
+	      a.device_caps);
+	rc = efadv_query_device(ctx, &a, offsetof(struct efadv_device_attr, inline_buf_size));
+	CHECK(rc == EINVAL, "%s: too short inlen: %d", name, rc);
+	ibv_close_device(ctx);
+}
+
+static void run(const char *const *names, size_t n, const struct expect *per, int same)
+{
+	struct ibv_device **list;
+	size_t i;
+	int num = -1, j;
+
+	list = ibv_get_device_list(&num);
+	CHECK(list != NULL, "ibv_get_device_list: %s", strerror(errno));
+	if (!list)
+		return;
+	CHECK(num == (int)n, "%d devices, want %zu", num, n);
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < num; j++)
+			if (!strcmp(ibv_get_device_name(list[j]), names[i]))
+				break;
+		CHECK(j < num, "%s not found", names[i]);
+		if (j < num)
+			check_device(list[j], same ? per : &per[i]);
+	}
+	ibv_free_device_list(list);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s p5.48xlarge|efasim-test-refused\n", argv[0]);
+		return 2;
+	}
+	if (!strcmp(argv[1], "p5.48xlarge"))
+		run(p5_names, sizeof(p5_names) / sizeof(p5_names[0]), &p5, 1);
+	else if (!strcmp(argv[1], "efasim-test-refused"))
+		run(refused_names, 2, refused, 0);
+	else
+		return 2;
+	return check_exit("test_efadv_query");
+}

@@ -1,0 +1,832 @@
+/*
+ * The libc entry points libefasim interposes (LD_PRELOAD). Each one checks,
+ * as cheaply as it can, whether the call concerns the emulator (an emulated
+ * device node, an emulated file descriptor, the RDMA netlink socket, the
+ * fdinfo of a fake dma-buf); if not, it calls the next definition
+ * (dlsym(RTLD_NEXT)) with the same arguments, so the caller sees libc's
+ * behaviour and errno unchanged. Emulated calls leave errno alone on success.
+ *
+ * The set covers what libibverbs 44, libefa, ibv_* tools and CPython import:
+ * stat/fstat/lstat (and the *64, *at and pre-2.33 __xstat forms), statx,
+ * access, open/openat (and *64, fortified __open*_2), fopen, fstatfs,
+ * socket, write, ioctl, close, close_range, closefrom, dup, dup2, dup3 and
+ * fcntl's F_DUPFD. Do not add variadic-forwarding entry points without
+ * checking how glibc declares them.
+ */
+#include "internal.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include <linux/netlink.h>
+
+#ifndef NETLINK_RDMA
+#define NETLINK_RDMA 20
+#endif
+
+#define UVERBS_PREFIX "/dev/infiniband/uverbs"
+
+/* ------------------------------------------------------ next definitions */
+
+static void *resolve(void **slot, const char *name)
+{
+	void *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+
+	if (p)
+		return p;
+	p = dlsym(RTLD_NEXT, name);
+#if defined(__x86_64__)
+	if (!p) /* compat-only symbols (__xstat ...) have no default version */
+		p = dlvsym(RTLD_NEXT, name, "GLIBC_2.2.5");
+#elif defined(__aarch64__)
+	if (!p)
+		p = dlvsym(RTLD_NEXT, name, "GLIBC_2.17");
+#endif
+	__atomic_store_n(slot, p, __ATOMIC_RELEASE);
+	return p;
+}
+
+/* NEXT(name, type) evaluates to the next definition, or fails the call
+ * with ENOSYS when there is none. */
+#define NEXT(name, type)                                             \
+	typedef __typeof__(type) next_##name##_t;                              \
+	static void *next_##name##_slot;                             \
+	static next_##name##_t next_##name(void)                     \
+	{                                                            \
+		return (next_##name##_t)resolve(&next_##name##_slot, #name); \
+	}
+
+#define CALL_NEXT(name, ...)                                         \
+	do {                                                         \
+		if (!next_##name()) {                                \
+			errno = ENOSYS;                              \
+			return -1;                                   \
+		}                                                    \
+		return next_##name()(__VA_ARGS__);                   \
+	} while (0)
+
+/* set errno from a negative result, or restore it */
+static int finish(int rc, int saved)
+{
+	if (rc < 0) {
+		errno = -rc;
+		return -1;
+	}
+	errno = saved;
+	return rc;
+}
+
+/* ------------------------------------------------------ what is emulated */
+
+/* The emulated device behind an absolute path, or NULL. */
+static __attribute__((noinline)) struct efasim_dev *uverbs_dev(const char *path)
+{
+	const char *p;
+	long n = 0;
+
+	if (!path || strncmp(path, UVERBS_PREFIX, sizeof(UVERBS_PREFIX) - 1))
+		return NULL;
+	p = path + sizeof(UVERBS_PREFIX) - 1;
+	if (*p < '0' || *p > '9')
+		return NULL;
+	while (*p >= '0' && *p <= '9' && n < 1000000)
+		n = n * 10 + (*p++ - '0');
+	if (*p)
+		return NULL;
+	return efasim_dev_by_index(efasim_config(), (int)n);
+}
+
+/* open(): true when handled; *ret is the fd or -1 with errno set */
+static __attribute__((noinline)) bool emu_open(const char *path, int flags, int *ret)
+{
+	int saved = errno, dmafd, rc;
+	struct efasim_dev *dev;
+
+	if (!path)
+		return false;
+	dev = uverbs_dev(path);
+	if (dev) {
+		*ret = finish(efasim_uverbs_open(dev, flags), saved);
+		return true;
+	}
+	if (!efasim_has_dmabufs() || (dmafd = efasim_fdinfo_target(path)) < 0)
+		return false;
+	rc = efasim_fdinfo_open(dmafd, flags);
+	if (rc == EFASIM_PASS)
+		return false;
+	*ret = finish(rc, saved);
+	return true;
+}
+
+static bool emu_openat(int dirfd, const char *path, int flags, int *ret)
+{
+	(void)dirfd; /* only absolute paths are emulated */
+	return emu_open(path, flags, ret);
+}
+
+static bool syscall_fstat_ok(int fd, struct stat *st)
+{
+	return syscall(SYS_newfstatat, fd, "", st, AT_EMPTY_PATH) == 0;
+}
+
+/* fstat() of an emulated descriptor */
+static bool emu_fstat(int fd, struct stat *st)
+{
+	struct efasim_file *f;
+	bool ok = false;
+
+	if (!efasim_maybe_tracked(fd))
+		return false;
+	efasim_lock();
+	f = efasim_fd_get_locked(fd);
+	if (f && f->kind == EFASIM_UVERBS) {
+		efasim_uverbs_stat(f->uv.dev, st);
+		ok = true;
+	} else if (f && f->kind == EFASIM_DMABUF) {
+		ok = syscall_fstat_ok(fd, st);
+		if (ok)
+			efasim_dmabuf_fstat(f, st);
+	}
+	efasim_unlock();
+	return ok;
+}
+
+static __attribute__((noinline)) bool emu_stat(const char *path, struct stat *st)
+{
+	struct efasim_dev *dev = uverbs_dev(path);
+
+	if (!dev)
+		return false;
+	efasim_uverbs_stat(dev, st);
+	efasim_trace("stat %s: character device %u:%u", path, major(st->st_rdev), minor(st->st_rdev));
+	return true;
+}
+
+/* *at() forms: "" with AT_EMPTY_PATH is the descriptor itself */
+static __attribute__((noinline)) bool emu_statat(int dirfd, const char *path, int flags,
+						 struct stat *st)
+{
+	if (path && !path[0] && (flags & AT_EMPTY_PATH))
+		return emu_fstat(dirfd, st);
+	return emu_stat(path, st);
+}
+
+static void to_statx(const struct stat *st, struct statx *sx)
+{
+	memset(sx, 0, sizeof(*sx));
+	sx->stx_mask = STATX_BASIC_STATS;
+	sx->stx_blksize = (uint32_t)st->st_blksize;
+	sx->stx_nlink = (uint32_t)st->st_nlink;
+	sx->stx_uid = st->st_uid;
+	sx->stx_gid = st->st_gid;
+	sx->stx_mode = (uint16_t)st->st_mode;
+	sx->stx_ino = st->st_ino;
+	sx->stx_size = (uint64_t)st->st_size;
+	sx->stx_blocks = (uint64_t)st->st_blocks;
+	sx->stx_atime.tv_sec = st->st_atim.tv_sec;
+	sx->stx_atime.tv_nsec = (uint32_t)st->st_atim.tv_nsec;
+	sx->stx_mtime.tv_sec = st->st_mtim.tv_sec;
+	sx->stx_mtime.tv_nsec = (uint32_t)st->st_mtim.tv_nsec;
+	sx->stx_ctime.tv_sec = st->st_ctim.tv_sec;
+	sx->stx_ctime.tv_nsec = (uint32_t)st->st_ctim.tv_nsec;
+	sx->stx_rdev_major = major(st->st_rdev);
+	sx->stx_rdev_minor = minor(st->st_rdev);
+	sx->stx_dev_major = major(st->st_dev);
+	sx->stx_dev_minor = minor(st->st_dev);
+}
+
+static __attribute__((noinline)) bool emu_access(const char *path, int mode, int *ret)
+{
+	if (!uverbs_dev(path))
+		return false;
+	if (mode & X_OK) {
+		errno = EACCES;
+		*ret = -1;
+	} else {
+		*ret = 0;
+	}
+	return true;
+}
+
+/* ------------------------------------------------------ socket */
+
+NEXT(socket, int (*)(int, int, int))
+
+EFASIM_API int socket(int domain, int type, int protocol)
+{
+	if (domain == AF_NETLINK && protocol == NETLINK_RDMA && efasim_config()) {
+		/* libibverbs then reads the devices from $SYSFS_PATH */
+		efasim_trace("socket(AF_NETLINK, NETLINK_RDMA) -> EPROTONOSUPPORT");
+		errno = EPROTONOSUPPORT;
+		return -1;
+	}
+	CALL_NEXT(socket, domain, type, protocol);
+}
+
+/* ------------------------------------------------------ open */
+
+static bool needs_mode(int flags)
+{
+	return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
+}
+
+#define VA_MODE(flags, last)                          \
+	mode_t mode = 0;                              \
+	if (needs_mode(flags)) {                      \
+		va_list ap;                           \
+		va_start(ap, last);                   \
+		mode = (mode_t)va_arg(ap, unsigned int); \
+		va_end(ap);                           \
+	}
+
+NEXT(open, int (*)(const char *, int, ...))
+NEXT(open64, int (*)(const char *, int, ...))
+NEXT(openat, int (*)(int, const char *, int, ...))
+NEXT(openat64, int (*)(int, const char *, int, ...))
+NEXT(__open_2, int (*)(const char *, int))
+NEXT(__open64_2, int (*)(const char *, int))
+NEXT(__openat_2, int (*)(int, const char *, int))
+NEXT(__openat64_2, int (*)(int, const char *, int))
+
+EFASIM_API int open(const char *path, int flags, ...)
+{
+	int ret;
+
+	VA_MODE(flags, flags);
+	if (emu_open(path, flags, &ret))
+		return ret;
+	CALL_NEXT(open, path, flags, mode);
+}
+
+EFASIM_API int open64(const char *path, int flags, ...)
+{
+	int ret;
+
+	VA_MODE(flags, flags);
+	if (emu_open(path, flags, &ret))
+		return ret;
+	CALL_NEXT(open64, path, flags, mode);
+}
+
+EFASIM_API int openat(int dirfd, const char *path, int flags, ...)
+{
+	int ret;
+
+	VA_MODE(flags, flags);
+	if (emu_openat(dirfd, path, flags, &ret))
+		return ret;
+	CALL_NEXT(openat, dirfd, path, flags, mode);
+}
+
+EFASIM_API int openat64(int dirfd, const char *path, int flags, ...)
+{
+	int ret;
+
+	VA_MODE(flags, flags);
+	if (emu_openat(dirfd, path, flags, &ret))
+		return ret;
+	CALL_NEXT(openat64, dirfd, path, flags, mode);
+}
+
+EFASIM_API int __open_2(const char *path, int flags);
+EFASIM_API int __open_2(const char *path, int flags)
+{
+	int ret;
+
+	if (emu_open(path, flags, &ret))
+		return ret;
+	CALL_NEXT(__open_2, path, flags);
+}
+
+EFASIM_API int __open64_2(const char *path, int flags);
+EFASIM_API int __open64_2(const char *path, int flags)
+{
+	int ret;
+
+	if (emu_open(path, flags, &ret))
+		return ret;
+	CALL_NEXT(__open64_2, path, flags);
+}
+
+EFASIM_API int __openat_2(int dirfd, const char *path, int flags);
+EFASIM_API int __openat_2(int dirfd, const char *path, int flags)
+{
+	int ret;
+
+	if (emu_openat(dirfd, path, flags, &ret))
+		return ret;
+	CALL_NEXT(__openat_2, dirfd, path, flags);
+}
+
+EFASIM_API int __openat64_2(int dirfd, const char *path, int flags);
+EFASIM_API int __openat64_2(int dirfd, const char *path, int flags)
+{
+	int ret;
+
+	if (emu_openat(dirfd, path, flags, &ret))
+		return ret;
+	CALL_NEXT(__openat64_2, dirfd, path, flags);
+}
+
+/* fopen() of a fake dma-buf's fdinfo (glibc's fopen opens internally). */
+static __attribute__((noinline)) bool emu_fopen(const char *path, const char *mode, FILE **ret)
+{
+	int saved = errno, dmafd, fd;
+
+	if (!path || !mode || !efasim_has_dmabufs() || (dmafd = efasim_fdinfo_target(path)) < 0)
+		return false;
+	fd = efasim_fdinfo_open(dmafd, (strchr(mode, 'w') || strchr(mode, 'a') || strchr(mode, '+'))
+					       ? O_RDWR : O_RDONLY | (strchr(mode, 'e') ? O_CLOEXEC : 0));
+	if (fd == EFASIM_PASS)
+		return false;
+	if (fd < 0) {
+		errno = -fd;
+		*ret = NULL;
+		return true;
+	}
+	*ret = fdopen(fd, mode);
+	if (!*ret) {
+		saved = errno;
+		efasim_sys_close(fd);
+	}
+	errno = saved;
+	return true;
+}
+
+NEXT(fopen, FILE *(*)(const char *, const char *))
+NEXT(fopen64, FILE *(*)(const char *, const char *))
+
+EFASIM_API FILE *fopen(const char *path, const char *mode)
+{
+	FILE *f;
+
+	if (emu_fopen(path, mode, &f))
+		return f;
+	if (!next_fopen()) {
+		errno = ENOSYS;
+		return NULL;
+	}
+	return next_fopen()(path, mode);
+}
+
+EFASIM_API FILE *fopen64(const char *path, const char *mode)
+{
+	FILE *f;
+
+	if (emu_fopen(path, mode, &f))
+		return f;
+	if (!next_fopen64()) {
+		errno = ENOSYS;
+		return NULL;
+	}
+	return next_fopen64()(path, mode);
+}
+
+/* ------------------------------------------------------ stat */
+
+NEXT(stat, int (*)(const char *, struct stat *))
+NEXT(stat64, int (*)(const char *, struct stat64 *))
+NEXT(lstat, int (*)(const char *, struct stat *))
+NEXT(lstat64, int (*)(const char *, struct stat64 *))
+NEXT(fstat, int (*)(int, struct stat *))
+NEXT(fstat64, int (*)(int, struct stat64 *))
+NEXT(fstatat, int (*)(int, const char *, struct stat *, int))
+NEXT(fstatat64, int (*)(int, const char *, struct stat64 *, int))
+NEXT(statx, int (*)(int, const char *, int, unsigned int, struct statx *))
+
+/* On the 64-bit targets struct stat64 is struct stat. */
+_Static_assert(sizeof(struct stat) == sizeof(struct stat64), "stat64 layout");
+
+EFASIM_API int stat(const char *path, struct stat *st)
+{
+	if (emu_stat(path, st))
+		return 0;
+	CALL_NEXT(stat, path, st);
+}
+
+EFASIM_API int stat64(const char *path, struct stat64 *st)
+{
+	if (emu_stat(path, (struct stat *)st))
+		return 0;
+	CALL_NEXT(stat64, path, st);
+}
+
+EFASIM_API int lstat(const char *path, struct stat *st)
+{
+	if (emu_stat(path, st))
+		return 0;
+	CALL_NEXT(lstat, path, st);
+}
+
+EFASIM_API int lstat64(const char *path, struct stat64 *st)
+{
+	if (emu_stat(path, (struct stat *)st))
+		return 0;
+	CALL_NEXT(lstat64, path, st);
+}
+
+EFASIM_API int fstat(int fd, struct stat *st)
+{
+	if (emu_fstat(fd, st))
+		return 0;
+	CALL_NEXT(fstat, fd, st);
+}
+
+EFASIM_API int fstat64(int fd, struct stat64 *st)
+{
+	if (emu_fstat(fd, (struct stat *)st))
+		return 0;
+	CALL_NEXT(fstat64, fd, st);
+}
+
+EFASIM_API int fstatat(int dirfd, const char *path, struct stat *st, int flags)
+{
+	if (emu_statat(dirfd, path, flags, st))
+		return 0;
+	CALL_NEXT(fstatat, dirfd, path, st, flags);
+}
+
+EFASIM_API int fstatat64(int dirfd, const char *path, struct stat64 *st, int flags)
+{
+	if (emu_statat(dirfd, path, flags, (struct stat *)st))
+		return 0;
+	CALL_NEXT(fstatat64, dirfd, path, st, flags);
+}
+
+EFASIM_API int statx(int dirfd, const char *path, int flags, unsigned int mask, struct statx *sx)
+{
+	struct stat st;
+
+	if (emu_statat(dirfd, path, flags, &st)) {
+		to_statx(&st, sx);
+		return 0;
+	}
+	CALL_NEXT(statx, dirfd, path, flags, mask, sx);
+}
+
+/* glibc before 2.33 compiled stat() into calls to these; old binaries
+ * still import them. The version argument is ignored: on the 64-bit
+ * targets every version uses struct stat. */
+NEXT(__xstat, int (*)(int, const char *, struct stat *))
+NEXT(__xstat64, int (*)(int, const char *, struct stat64 *))
+NEXT(__lxstat, int (*)(int, const char *, struct stat *))
+NEXT(__lxstat64, int (*)(int, const char *, struct stat64 *))
+NEXT(__fxstat, int (*)(int, int, struct stat *))
+NEXT(__fxstat64, int (*)(int, int, struct stat64 *))
+NEXT(__fxstatat, int (*)(int, int, const char *, struct stat *, int))
+NEXT(__fxstatat64, int (*)(int, int, const char *, struct stat64 *, int))
+
+EFASIM_API int __xstat(int ver, const char *path, struct stat *st);
+EFASIM_API int __xstat(int ver, const char *path, struct stat *st)
+{
+	if (emu_stat(path, st))
+		return 0;
+	CALL_NEXT(__xstat, ver, path, st);
+}
+
+EFASIM_API int __xstat64(int ver, const char *path, struct stat64 *st);
+EFASIM_API int __xstat64(int ver, const char *path, struct stat64 *st)
+{
+	if (emu_stat(path, (struct stat *)st))
+		return 0;
+	CALL_NEXT(__xstat64, ver, path, st);
+}
+
+EFASIM_API int __lxstat(int ver, const char *path, struct stat *st);
+EFASIM_API int __lxstat(int ver, const char *path, struct stat *st)
+{
+	if (emu_stat(path, st))
+		return 0;
+	CALL_NEXT(__lxstat, ver, path, st);
+}
+
+EFASIM_API int __lxstat64(int ver, const char *path, struct stat64 *st);
+EFASIM_API int __lxstat64(int ver, const char *path, struct stat64 *st)
+{
+	if (emu_stat(path, (struct stat *)st))
+		return 0;
+	CALL_NEXT(__lxstat64, ver, path, st);
+}
+
+EFASIM_API int __fxstat(int ver, int fd, struct stat *st);
+EFASIM_API int __fxstat(int ver, int fd, struct stat *st)
+{
+	if (emu_fstat(fd, st))
+		return 0;
+	CALL_NEXT(__fxstat, ver, fd, st);
+}
+
+EFASIM_API int __fxstat64(int ver, int fd, struct stat64 *st);
+EFASIM_API int __fxstat64(int ver, int fd, struct stat64 *st)
+{
+	if (emu_fstat(fd, (struct stat *)st))
+		return 0;
+	CALL_NEXT(__fxstat64, ver, fd, st);
+}
+
+EFASIM_API int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flags);
+EFASIM_API int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flags)
+{
+	if (emu_statat(dirfd, path, flags, st))
+		return 0;
+	CALL_NEXT(__fxstatat, ver, dirfd, path, st, flags);
+}
+
+EFASIM_API int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *st, int flags);
+EFASIM_API int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *st, int flags)
+{
+	if (emu_statat(dirfd, path, flags, (struct stat *)st))
+		return 0;
+	CALL_NEXT(__fxstatat64, ver, dirfd, path, st, flags);
+}
+
+/* ------------------------------------------------------ access */
+
+NEXT(access, int (*)(const char *, int))
+NEXT(faccessat, int (*)(int, const char *, int, int))
+NEXT(euidaccess, int (*)(const char *, int))
+NEXT(eaccess, int (*)(const char *, int))
+
+EFASIM_API int access(const char *path, int mode)
+{
+	int ret;
+
+	if (emu_access(path, mode, &ret))
+		return ret;
+	CALL_NEXT(access, path, mode);
+}
+
+EFASIM_API int faccessat(int dirfd, const char *path, int mode, int flags)
+{
+	int ret;
+
+	if (emu_access(path, mode, &ret))
+		return ret;
+	CALL_NEXT(faccessat, dirfd, path, mode, flags);
+}
+
+EFASIM_API int euidaccess(const char *path, int mode)
+{
+	int ret;
+
+	if (emu_access(path, mode, &ret))
+		return ret;
+	CALL_NEXT(euidaccess, path, mode);
+}
+
+EFASIM_API int eaccess(const char *path, int mode)
+{
+	int ret;
+
+	if (emu_access(path, mode, &ret))
+		return ret;
+	CALL_NEXT(eaccess, path, mode);
+}
+
+/* ------------------------------------------------------ fstatfs */
+
+static bool emu_fstatfs(int fd, struct statfs *sf)
+{
+	struct efasim_file *f;
+	bool ok;
+
+	if (!efasim_maybe_tracked(fd))
+		return false;
+	efasim_lock();
+	f = efasim_fd_get_locked(fd);
+	ok = f && f->kind == EFASIM_DMABUF;
+	efasim_unlock();
+	if (ok)
+		efasim_dmabuf_statfs(sf);
+	return ok;
+}
+
+NEXT(fstatfs, int (*)(int, struct statfs *))
+NEXT(fstatfs64, int (*)(int, struct statfs64 *))
+
+_Static_assert(sizeof(struct statfs) == sizeof(struct statfs64), "statfs64 layout");
+
+EFASIM_API int fstatfs(int fd, struct statfs *sf)
+{
+	if (emu_fstatfs(fd, sf))
+		return 0;
+	CALL_NEXT(fstatfs, fd, sf);
+}
+
+EFASIM_API int fstatfs64(int fd, struct statfs64 *sf)
+{
+	if (emu_fstatfs(fd, (struct statfs *)sf))
+		return 0;
+	CALL_NEXT(fstatfs64, fd, sf);
+}
+
+/* ------------------------------------------------------ write, ioctl */
+
+NEXT(write, ssize_t (*)(int, const void *, size_t))
+NEXT(ioctl, int (*)(int, unsigned long, ...))
+
+EFASIM_API ssize_t write(int fd, const void *buf, size_t count)
+{
+	struct efasim_file *f;
+	int saved = errno;
+	ssize_t r;
+
+	if (efasim_maybe_tracked(fd)) {
+		efasim_lock();
+		f = efasim_fd_get_locked(fd);
+		if (f) {
+			/* a dma-buf has no write method: EINVAL, as the kernel */
+			r = f->kind == EFASIM_UVERBS ? efasim_uverbs_write_locked(f, buf, count)
+						     : -EINVAL;
+			efasim_unlock();
+			if (r < 0) {
+				errno = (int)-r;
+				return -1;
+			}
+			errno = saved;
+			return r;
+		}
+		efasim_unlock();
+	}
+	CALL_NEXT(write, fd, buf, count);
+}
+
+EFASIM_API int ioctl(int fd, unsigned long req, ...)
+{
+	struct efasim_file *f;
+	int saved = errno, rc;
+	va_list ap;
+	void *arg;
+
+	va_start(ap, req);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	if (efasim_maybe_tracked(fd)) {
+		efasim_lock();
+		f = efasim_fd_get_locked(fd);
+		if (f) {
+			rc = f->kind == EFASIM_UVERBS ? efasim_uverbs_ioctl_locked(f, req, arg)
+						      : efasim_dmabuf_ioctl_locked(f, req, arg);
+			efasim_unlock();
+			return finish(rc, saved);
+		}
+		efasim_unlock();
+	}
+	CALL_NEXT(ioctl, fd, req, arg);
+}
+
+/* ------------------------------------------------------ descriptors */
+
+NEXT(close, int (*)(int))
+NEXT(close_range, int (*)(unsigned int, unsigned int, int))
+NEXT(closefrom, void (*)(int))
+NEXT(dup, int (*)(int))
+NEXT(dup2, int (*)(int, int))
+NEXT(dup3, int (*)(int, int, int))
+NEXT(fcntl, int (*)(int, int, ...))
+NEXT(fcntl64, int (*)(int, int, ...))
+
+EFASIM_API int close(int fd)
+{
+	int r;
+
+	if (!efasim_maybe_tracked(fd) || !efasim_table_owner())
+		CALL_NEXT(close, fd);
+	if (!next_close()) {
+		errno = ENOSYS;
+		return -1;
+	}
+	efasim_lock();
+	if (efasim_fd_get_locked(fd))
+		efasim_trace("close fd %d", fd);
+	efasim_fd_remove_locked(fd);
+	r = next_close()(fd);
+	efasim_unlock();
+	return r;
+}
+
+EFASIM_API int close_range(unsigned int first, unsigned int last, int flags)
+{
+	int r;
+
+	if (!next_close_range()) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if (!efasim_tracking() || !efasim_table_owner())
+		return next_close_range()(first, last, flags);
+	efasim_lock();
+	r = next_close_range()(first, last, flags);
+	if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC))
+		efasim_fd_remove_range_locked(first, last);
+	efasim_unlock();
+	return r;
+}
+
+EFASIM_API void closefrom(int lowfd)
+{
+	if (!next_closefrom())
+		return;
+	if (!efasim_tracking() || !efasim_table_owner() || lowfd < 0) {
+		next_closefrom()(lowfd);
+		return;
+	}
+	efasim_lock();
+	next_closefrom()(lowfd);
+	efasim_fd_remove_range_locked((unsigned int)lowfd, ~0u);
+	efasim_unlock();
+}
+
+EFASIM_API int dup(int fd)
+{
+	int r;
+
+	if (!efasim_maybe_tracked(fd) || !efasim_table_owner())
+		CALL_NEXT(dup, fd);
+	efasim_lock();
+	r = next_dup() ? next_dup()(fd) : (errno = ENOSYS, -1);
+	if (r >= 0)
+		efasim_fd_dup_locked(fd, r);
+	efasim_unlock();
+	return r;
+}
+
+EFASIM_API int dup2(int oldfd, int newfd)
+{
+	int r;
+
+	if ((!efasim_maybe_tracked(oldfd) && !efasim_maybe_tracked(newfd)) || !efasim_table_owner())
+		CALL_NEXT(dup2, oldfd, newfd);
+	efasim_lock();
+	r = next_dup2() ? next_dup2()(oldfd, newfd) : (errno = ENOSYS, -1);
+	if (r >= 0)
+		efasim_fd_dup_locked(oldfd, r);
+	efasim_unlock();
+	return r;
+}
+
+EFASIM_API int dup3(int oldfd, int newfd, int flags)
+{
+	int r;
+
+	if ((!efasim_maybe_tracked(oldfd) && !efasim_maybe_tracked(newfd)) || !efasim_table_owner())
+		CALL_NEXT(dup3, oldfd, newfd, flags);
+	efasim_lock();
+	r = next_dup3() ? next_dup3()(oldfd, newfd, flags) : (errno = ENOSYS, -1);
+	if (r >= 0)
+		efasim_fd_dup_locked(oldfd, r);
+	efasim_unlock();
+	return r;
+}
+
+static int fcntl_dup(int (*next)(int, int, ...), int fd, int cmd, void *arg)
+{
+	int r;
+
+	if (!next) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if ((cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC) || !efasim_maybe_tracked(fd) ||
+	    !efasim_table_owner())
+		return next(fd, cmd, arg);
+	efasim_lock();
+	r = next(fd, cmd, arg);
+	if (r >= 0)
+		efasim_fd_dup_locked(fd, r);
+	efasim_unlock();
+	return r;
+}
+
+EFASIM_API int fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	void *arg;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	return fcntl_dup(next_fcntl(), fd, cmd, arg);
+}
+
+EFASIM_API int fcntl64(int fd, int cmd, ...)
+{
+	va_list ap;
+	void *arg;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	return fcntl_dup(next_fcntl64(), fd, cmd, arg);
+}

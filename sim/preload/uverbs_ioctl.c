@@ -1,0 +1,339 @@
+/*
+ * The emulated RDMA_VERBS_IOCTL: header checks as ib_uverbs_ioctl does, then
+ * one emulated method, REG_DMABUF_MR (object MR, method 4), which has no
+ * write() form. Every other method answers EPROTONOSUPPORT, as a kernel
+ * without that method does, so that libibverbs falls back to write() (the
+ * probe, GET_CONTEXT, QUERY_PORT, PD and MR destroy) or to sysfs (GIDs).
+ *
+ * REG_DMABUF_MR follows the kernel's order: attributes in the order given
+ * (unknown mandatory: EPROTONOSUPPORT; malformed: EINVAL; the new MR handle
+ * is written back at once; the PD handle is looked up: ENOENT/EINVAL), then
+ * access flags (EINVAL, or EOPNOTSUPP for what the efa driver lacks, such as
+ * REMOTE_WRITE without the RDMA_WRITE cap), then the dma-buf (EBADF for a
+ * closed fd, EINVAL for a file that is not a dma-buf or a range past its
+ * end), then the exporter's verdict for this (NIC, owner) pair from the
+ * model (refused, or a NIC whose firmware blocks peers: EOPNOTSUPP).
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include <linux/magic.h>
+#include <rdma/ib_user_ioctl_cmds.h>
+#include <rdma/ib_user_ioctl_verbs.h>
+#include <rdma/rdma_user_ioctl_cmds.h>
+
+#ifndef DMA_BUF_MAGIC
+#define DMA_BUF_MAGIC 0x444d4142
+#endif
+
+#define MAX_ATTRS ((4096 - sizeof(struct ib_uverbs_ioctl_hdr)) / sizeof(struct ib_uverbs_attr))
+
+atomic_ulong efasim_dmabuf_mr_calls;
+
+EFASIM_API unsigned long efasim_reg_dmabuf_mr_calls(void)
+{
+	return atomic_load(&efasim_dmabuf_mr_calls);
+}
+
+/* The attributes of one REG_DMABUF_MR call, once checked. */
+struct dm_call {
+	struct efasim_file *f;
+	uint64_t uattrs;   /* user address of attrs[0] */
+	uint32_t present;  /* bit per attribute id */
+	uint32_t handle;   /* the new MR (pending) */
+	int64_t pd;
+	uint64_t offset, length, iova, access;
+	int fd;
+	uint16_t access_len;
+	uint64_t lkey_ptr, rkey_ptr;
+	unsigned int lkey_idx, rkey_idx;
+	const char *why;   /* for the trace */
+};
+
+static int attr_idr(struct dm_call *c, const struct ib_uverbs_attr *a, unsigned int i)
+{
+	int err;
+
+	if (a->attr_data.reserved || a->len)
+		return -EINVAL;
+	if (a->attr_id == UVERBS_ATTR_REG_DMABUF_MR_PD_HANDLE) {
+		c->pd = a->data_s64;
+		return efasim_obj_lookup(&c->f->uv, c->pd, EFASIM_OBJ_PD, &err) ? 0 : -err;
+	}
+	/* the new MR: needs a context; its id goes back to the user now */
+	if (!c->f->uv.has_ctx)
+		return -EINVAL;
+	err = efasim_obj_alloc(&c->f->uv, EFASIM_OBJ_PENDING, &c->handle);
+	if (err)
+		return err;
+	c->present |= 1u << UVERBS_ATTR_REG_DMABUF_MR_HANDLE;
+	uint64_t id = c->handle;
+	return efasim_copy_out(c->uattrs + i * sizeof(*a) + offsetof(struct ib_uverbs_attr, data),
+			       &id, sizeof(id));
+}
+
+/* PTR_IN/PTR_OUT attributes: len within [min, max], reserved clear. */
+static int attr_ptr(const struct ib_uverbs_attr *a, uint16_t min, uint16_t max)
+{
+	if (a->len < min || a->len > max || a->attr_data.reserved)
+		return -EINVAL;
+	return 0;
+}
+
+static int attr_one(struct dm_call *c, const struct ib_uverbs_attr *a, unsigned int i)
+{
+	int rc;
+
+	switch (a->attr_id) {
+	case UVERBS_ATTR_REG_DMABUF_MR_HANDLE:
+	case UVERBS_ATTR_REG_DMABUF_MR_PD_HANDLE:
+		return attr_idr(c, a, i);
+	case UVERBS_ATTR_REG_DMABUF_MR_OFFSET:
+	case UVERBS_ATTR_REG_DMABUF_MR_LENGTH:
+	case UVERBS_ATTR_REG_DMABUF_MR_IOVA:
+		rc = attr_ptr(a, 8, 8);
+		if (!rc)
+			*(a->attr_id == UVERBS_ATTR_REG_DMABUF_MR_OFFSET ? &c->offset :
+			  a->attr_id == UVERBS_ATTR_REG_DMABUF_MR_LENGTH ? &c->length : &c->iova) = a->data;
+		return rc;
+	case UVERBS_ATTR_REG_DMABUF_MR_FD:
+		rc = attr_ptr(a, 4, 4);
+		c->fd = (int)(uint32_t)a->data;
+		return rc;
+	case UVERBS_ATTR_REG_DMABUF_MR_ACCESS_FLAGS:
+		rc = attr_ptr(a, 4, 8);
+		c->access = a->data;
+		c->access_len = a->len;
+		return rc;
+	case UVERBS_ATTR_REG_DMABUF_MR_RESP_LKEY:
+	case UVERBS_ATTR_REG_DMABUF_MR_RESP_RKEY:
+		rc = attr_ptr(a, 4, 4);
+		if (a->attr_id == UVERBS_ATTR_REG_DMABUF_MR_RESP_LKEY) {
+			c->lkey_ptr = a->data;
+			c->lkey_idx = i;
+		} else {
+			c->rkey_ptr = a->data;
+			c->rkey_idx = i;
+		}
+		return rc;
+	}
+	return -EPROTONOSUPPORT; /* unreachable: filtered by the caller */
+}
+
+static int process_attrs(struct dm_call *c, const struct ib_uverbs_attr *attrs, unsigned int n)
+{
+	unsigned int i;
+	int rc;
+
+	for (i = 0; i < n; i++) {
+		const struct ib_uverbs_attr *a = &attrs[i];
+
+		if (a->attr_id > UVERBS_ATTR_REG_DMABUF_MR_RESP_RKEY) {
+			if (a->flags & UVERBS_ATTR_F_MANDATORY)
+				return -EPROTONOSUPPORT;
+			continue;
+		}
+		if (c->present & (1u << a->attr_id))
+			return -EINVAL;
+		rc = attr_one(c, a, i);
+		if (rc)
+			return rc;
+		c->present |= 1u << a->attr_id;
+	}
+	/* every attribute but the access flags is mandatory */
+	if ((c->present | 1u << UVERBS_ATTR_REG_DMABUF_MR_ACCESS_FLAGS) != 0x1ff)
+		return -EINVAL;
+	return 0;
+}
+
+static int access_flags(struct dm_call *c, uint32_t *out)
+{
+	const uint64_t allowed = IB_UVERBS_ACCESS_LOCAL_WRITE | IB_UVERBS_ACCESS_REMOTE_READ |
+				 IB_UVERBS_ACCESS_REMOTE_WRITE | IB_UVERBS_ACCESS_REMOTE_ATOMIC |
+				 IB_UVERBS_ACCESS_RELAXED_ORDERING;
+	uint64_t flags = 0;
+
+	if (c->present & (1u << UVERBS_ATTR_REG_DMABUF_MR_ACCESS_FLAGS)) {
+		if (c->access_len == 8)
+			flags = c->access;
+		else if (c->access_len == 4)
+			flags = (uint32_t)c->access;
+		else
+			return -EINVAL;
+	}
+	if (flags & ~allowed)
+		return -EINVAL;
+	*out = (uint32_t)flags;
+	return efasim_mr_access(c->f->uv.dev, *out);
+}
+
+/* dma_buf_get(fd): EBADF for no file, EINVAL for a file that is not a
+ * dma-buf. *db is NULL for a real dma-buf we did not make (an exporter of
+ * this host, system memory as far as the emulation is concerned). */
+static int dmabuf_get(int fd, struct efasim_file **db)
+{
+	struct statfs sf;
+
+	*db = NULL;
+	if (fd < 0 || syscall(SYS_fcntl, fd, F_GETFD) < 0)
+		return -EBADF;
+	*db = efasim_fd_get_locked(fd);
+	if (*db)
+		return (*db)->kind == EFASIM_DMABUF ? 0 : -EINVAL;
+	if (syscall(SYS_fstatfs, fd, &sf) == 0 && (unsigned long)sf.f_type == DMA_BUF_MAGIC)
+		return 0;
+	return -EINVAL;
+}
+
+/* The exporter attaches the NIC: the model's verdict for the pair. */
+static int exporter_attach(struct dm_call *c, const struct efasim_dmabuf *db)
+{
+	const struct efasim_dev *dev = c->f->uv.dev;
+	const struct efasim_verdict *v;
+
+	if (!db || !db->owner[0]) {
+		c->why = "system memory";
+		return 0;
+	}
+	if (dev->peer_blocked) {
+		c->why = "the NIC's firmware blocks peer access";
+		return -EOPNOTSUPP;
+	}
+	v = efasim_verdict_for(efasim_config(), dev->pci, db->owner);
+	if (v && v->outcome == EFASIM_REFUSED) {
+		c->why = "refused by the model";
+		return -EOPNOTSUPP;
+	}
+	c->why = !v ? "pair not in the model: allowed" :
+		 v->outcome == EFASIM_BOUNCED ? "bounced through system memory" : "p2p";
+	return 0;
+}
+
+static int set_output(struct dm_call *c, uint64_t ptr, unsigned int idx, uint32_t val,
+		      const struct ib_uverbs_attr *attrs)
+{
+	uint16_t flags = attrs[idx].flags | UVERBS_ATTR_F_VALID_OUTPUT;
+	int rc = efasim_copy_out(ptr, &val, sizeof(val));
+
+	if (rc)
+		return rc;
+	return efasim_copy_out(c->uattrs + idx * sizeof(attrs[0]) +
+			       offsetof(struct ib_uverbs_attr, flags), &flags, sizeof(flags));
+}
+
+static int dm_handler(struct dm_call *c, const struct ib_uverbs_attr *attrs)
+{
+	struct efasim_file *db;
+	struct efasim_obj *mr;
+	uint32_t access;
+	int rc;
+
+	rc = access_flags(c, &access);
+	if (rc)
+		return rc;
+	if (c->offset + c->length < c->offset)
+		return -EINVAL;
+	rc = dmabuf_get(c->fd, &db);
+	if (rc)
+		return rc;
+	if ((db && db->db.size < c->offset + c->length) || !c->length)
+		return -EINVAL;
+	rc = exporter_attach(c, db ? &db->db : NULL);
+	if (rc)
+		return rc;
+	mr = &c->f->uv.objs[c->handle];
+	mr->type = EFASIM_OBJ_MR;
+	mr->pd = (uint32_t)c->pd;
+	mr->key = c->f->uv.dev->next_key++;
+	c->f->uv.objs[c->pd].usecnt++;
+	if (db) {
+		mr->dmabuf = db;
+		efasim_file_get(db);
+	}
+	rc = set_output(c, c->lkey_ptr, c->lkey_idx, mr->key, attrs);
+	if (!rc)
+		rc = set_output(c, c->rkey_ptr, c->rkey_idx, mr->key, attrs);
+	return rc;
+}
+
+static int reg_dmabuf_mr(struct efasim_file *f, const struct ib_uverbs_ioctl_hdr *h,
+			 uint64_t uattrs, struct dm_call *c)
+{
+	struct ib_uverbs_attr attrs[MAX_ATTRS];
+	int rc;
+
+	atomic_fetch_add(&efasim_dmabuf_mr_calls, 1);
+	c->f = f;
+	c->uattrs = uattrs;
+	if (efasim_copy_in(attrs, uattrs, h->num_attrs * sizeof(attrs[0])))
+		return -EFAULT;
+	rc = process_attrs(c, attrs, h->num_attrs);
+	if (!rc)
+		rc = dm_handler(c, attrs);
+	if (rc && (c->present & (1u << UVERBS_ATTR_REG_DMABUF_MR_HANDLE)))
+		efasim_obj_free(&f->uv, c->handle);
+	return rc;
+}
+
+static const char *method_name(unsigned int obj, unsigned int method)
+{
+	static const char *const dev_methods[] = {
+		"INVOKE_WRITE", "INFO_HANDLES", "QUERY_PORT", "GET_CONTEXT",
+		"QUERY_CONTEXT", "QUERY_GID_TABLE", "QUERY_GID_ENTRY",
+	};
+	static const char *const mr_methods[] = {
+		"DM_MR_REG", "MR_DESTROY", "ADVISE_MR", "QUERY_MR", "REG_DMABUF_MR",
+	};
+
+	if (obj == UVERBS_OBJECT_DEVICE && method < sizeof(dev_methods) / sizeof(dev_methods[0]))
+		return dev_methods[method];
+	if (obj == UVERBS_OBJECT_MR && method < sizeof(mr_methods) / sizeof(mr_methods[0]))
+		return mr_methods[method];
+	if (obj == UVERBS_OBJECT_PD && method == 0)
+		return "PD_DESTROY";
+	return "method";
+}
+
+static int do_ioctl(struct efasim_file *f, unsigned long req, uint64_t arg,
+		    struct ib_uverbs_ioctl_hdr *h, struct dm_call *c)
+{
+	if (req != RDMA_VERBS_IOCTL)
+		return -ENOTTY;
+	if (efasim_copy_in(h, arg, sizeof(*h)))
+		return -EFAULT;
+	if (h->length > 4096 ||
+	    h->length != sizeof(*h) + (size_t)h->num_attrs * sizeof(struct ib_uverbs_attr))
+		return -EINVAL;
+	if (h->reserved1 || h->reserved2)
+		return -EPROTONOSUPPORT;
+	if (h->driver_id != RDMA_DRIVER_EFA)
+		return -EINVAL;
+	if (h->object_id == UVERBS_OBJECT_MR && h->method_id == UVERBS_METHOD_REG_DMABUF_MR)
+		return reg_dmabuf_mr(f, h, arg + sizeof(*h), c);
+	c->why = "not emulated";
+	return -EPROTONOSUPPORT;
+}
+
+int efasim_uverbs_ioctl_locked(struct efasim_file *f, unsigned long req, void *arg)
+{
+	struct ib_uverbs_ioctl_hdr h = { 0 };
+	struct dm_call c = { .fd = -1 };
+	int rc = do_ioctl(f, req, (uintptr_t)arg, &h, &c);
+
+	if (h.object_id == UVERBS_OBJECT_MR && h.method_id == UVERBS_METHOD_REG_DMABUF_MR)
+		efasim_trace("uverbs%d ioctl REG_DMABUF_MR fd %d offset %#llx length %#llx -> %s%s%s%s",
+			     f->uv.dev->index, c.fd, (unsigned long long)c.offset,
+			     (unsigned long long)c.length, rc ? efasim_errname(-rc) : "ok",
+			     c.why ? " (" : "", c.why ? c.why : "", c.why ? ")" : "");
+	else
+		efasim_trace("uverbs%d ioctl object %u %s -> %s%s", f->uv.dev->index,
+			     h.object_id, method_name(h.object_id, h.method_id),
+			     rc ? efasim_errname(-rc) : "ok", c.why ? " (not emulated)" : "");
+	return rc;
+}
