@@ -1,5 +1,7 @@
 module github.com/efap2p/efap2p
 
-go 1.26
+go 1.26.0
 
 require github.com/google/go-cmp v0.7.0
+
+require golang.org/x/sys v0.50.0

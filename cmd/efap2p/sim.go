@@ -15,6 +15,8 @@ import (
 	"syscall"
 
 	"github.com/efap2p/efap2p/sim"
+
+	"golang.org/x/sys/unix"
 )
 
 func init() {
@@ -201,7 +203,7 @@ func simRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "efap2p-sim-")
+	dir, err := os.MkdirTemp(treeBase(), "efap2p-sim-")
 	if err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}
@@ -343,4 +345,18 @@ func runChild(command []string, env []string, stdout, stderr io.Writer) (int, er
 		return 0, fmt.Errorf("sim: %w", err)
 	}
 	return cmd.ProcessState.ExitCode(), nil
+}
+
+// treeBase is where emulated trees go: $TMPDIR when set, else /dev/shm when
+// it is a writable directory (a tree is thousands of small files: on tmpfs
+// a p5.48xlarge tree takes milliseconds to write, on some disks a second),
+// else the system default.
+func treeBase() string {
+	if os.Getenv("TMPDIR") != "" {
+		return ""
+	}
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() && unix.Access("/dev/shm", unix.W_OK) == nil {
+		return "/dev/shm"
+	}
+	return ""
 }
