@@ -23,28 +23,22 @@ const (
 	OutcomeRefused
 )
 
-var outcomeNames = [...]string{"unknown", "p2p", "bounced", "refused"}
+var outcomeNames = []string{"unknown", "p2p", "bounced", "refused"}
 
 // String returns "p2p", "bounced" or "refused".
-func (o Outcome) String() string {
-	if int(o) < len(outcomeNames) {
-		return outcomeNames[o]
-	}
-	return fmt.Sprintf("Outcome(%d)", uint8(o))
-}
+func (o Outcome) String() string { return enumName(outcomeNames, o, "Outcome") }
 
 // MarshalText implements encoding.TextMarshaler.
 func (o Outcome) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (o *Outcome) UnmarshalText(b []byte) error {
-	for i, n := range outcomeNames {
-		if n == string(b) && i != 0 {
-			*o = Outcome(i)
-			return nil
-		}
+	v, err := enumParse[Outcome](outcomeNames[1:], string(b), "outcome", "p2p, bounced or refused")
+	if err == nil {
+		v++ // outcomeNames[1:] starts at OutcomeP2P
 	}
-	return fmt.Errorf("unknown outcome %q (want p2p, bounced or refused)", b)
+	*o = v
+	return err
 }
 
 // Exporter policies: whose rule decided the outcome.

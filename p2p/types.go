@@ -1,6 +1,9 @@
 package p2p
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // MapType is the kernel's pci_p2pdma_map_type: how a DMA from the client to
 // the provider's memory is mapped, or that it cannot be.
@@ -14,24 +17,14 @@ const (
 	MapThruHostBridge MapType = 3 // routed through the root complex
 )
 
-var mapTypeNames = [...]string{"UNKNOWN", "NOT_SUPPORTED", "BUS_ADDR", "THRU_HOST_BRIDGE"}
+var mapTypeNames = []string{"UNKNOWN", "NOT_SUPPORTED", "BUS_ADDR", "THRU_HOST_BRIDGE"}
 
 // String returns the kernel's name without its prefix: "BUS_ADDR".
-func (m MapType) String() string {
-	if int(m) < len(mapTypeNames) {
-		return mapTypeNames[m]
-	}
-	return fmt.Sprintf("MapType(%d)", uint8(m))
-}
+func (m MapType) String() string { return enumName(mapTypeNames, m, "MapType") }
 
 // ParseMapType parses the names String returns.
 func ParseMapType(s string) (MapType, error) {
-	for i, n := range mapTypeNames {
-		if n == s {
-			return MapType(i), nil
-		}
-	}
-	return MapUnknown, fmt.Errorf("unknown map type %q (want NOT_SUPPORTED, BUS_ADDR or THRU_HOST_BRIDGE)", s)
+	return enumParse[MapType](mapTypeNames, s, "map type", "NOT_SUPPORTED, BUS_ADDR or THRU_HOST_BRIDGE")
 }
 
 // Supported reports whether the kernel lets the mapping happen.
@@ -63,24 +56,14 @@ const (
 	PathSYS               // across the inter-socket link
 )
 
-var pathClassNames = [...]string{"UNKNOWN", "LOC", "PIX", "PXB", "PHB", "NODE", "SYS"}
+var pathClassNames = []string{"UNKNOWN", "LOC", "PIX", "PXB", "PHB", "NODE", "SYS"}
 
 // String returns the NCCL / nvidia-smi name, "PIX".
-func (p PathClass) String() string {
-	if int(p) < len(pathClassNames) {
-		return pathClassNames[p]
-	}
-	return fmt.Sprintf("PathClass(%d)", uint8(p))
-}
+func (p PathClass) String() string { return enumName(pathClassNames, p, "PathClass") }
 
 // ParsePathClass parses the names String returns.
 func ParsePathClass(s string) (PathClass, error) {
-	for i, n := range pathClassNames {
-		if n == s {
-			return PathClass(i), nil
-		}
-	}
-	return PathUnknown, fmt.Errorf("unknown path class %q (want LOC, PIX, PXB, PHB, NODE or SYS)", s)
+	return enumParse[PathClass](pathClassNames, s, "path class", "LOC, PIX, PXB, PHB, NODE or SYS")
 }
 
 // MarshalText implements encoding.TextMarshaler.
@@ -119,26 +102,35 @@ const (
 	RuleTopologyFile
 )
 
-var ruleNames = [...]string{"none", "same-function", "common-upstream-bridge", "cpu-supports-p2pdma", "host-bridge-whitelist", "host-bridge-not-whitelisted", "acpi-p2p-table", "topology-file"}
+var ruleNames = []string{"none", "same-function", "common-upstream-bridge", "cpu-supports-p2pdma", "host-bridge-whitelist", "host-bridge-not-whitelisted", "acpi-p2p-table", "topology-file"}
 
 // String returns a short kebab-case name, as in `explain --json`.
-func (r Rule) String() string {
-	if int(r) < len(ruleNames) {
-		return ruleNames[r]
-	}
-	return fmt.Sprintf("Rule(%d)", uint8(r))
-}
+func (r Rule) String() string { return enumName(ruleNames, r, "Rule") }
 
 // MarshalText implements encoding.TextMarshaler.
 func (r Rule) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (r *Rule) UnmarshalText(b []byte) error {
-	for i, n := range ruleNames {
-		if n == string(b) {
-			*r = Rule(i)
-			return nil
+	v, err := enumParse[Rule](ruleNames, string(b), "rule", "one of "+strings.Join(ruleNames[1:], ", "))
+	*r = v
+	return err
+}
+
+// enumName returns names[v], or "Type(v)" for a value without a name.
+func enumName[T ~uint8](names []string, v T, typ string) string {
+	if int(v) < len(names) {
+		return names[v]
+	}
+	return fmt.Sprintf("%s(%d)", typ, uint8(v))
+}
+
+// enumParse returns the value whose name is s; what and want word the error.
+func enumParse[T ~uint8](names []string, s, what, want string) (T, error) {
+	for i, n := range names {
+		if n == s {
+			return T(i), nil
 		}
 	}
-	return fmt.Errorf("unknown rule %q", b)
+	return 0, fmt.Errorf("unknown %s %q (want %s)", what, s, want)
 }
