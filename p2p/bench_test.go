@@ -37,6 +37,7 @@ func BenchmarkColdP5AllNICs(b *testing.B) {
 		st = src.Stats()
 	}
 	b.ReportMetric(float64(st.ConfigDwords), "dwords/op")
+	b.ReportMetric(float64(st.ConfigDwords)/float64(st.ConfigOpens), "dwords/function")
 	b.ReportMetric(float64(st.AttrReads), "attr-reads/op")
 }
 
