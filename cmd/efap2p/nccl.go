@@ -116,13 +116,13 @@ func exportNCCL(o *p2p.Oracle, src *p2p.Sysfs, opts ncclOptions) ([]byte, error)
 		return nil, fmt.Errorf("%w (%d pairs, e.g. %s): config space is not readable; run export as root, or pass --force", errUncertain, len(nt.uncertain), nt.uncertain[0])
 	}
 	cpu, cpuErr := o.Topology().CPU()
-	for _, e := range nt.gpus {
+	for i, e := range nt.gpus {
 		g := nt.place(e)
-		g.set("dev", strconv.Itoa(indexOf(nt.gpus, e)))
+		g.set("dev", strconv.Itoa(i))
 		if sm, ok := ncclSM[e.at.Device]; ok && e.at.Vendor == 0x10de {
 			g.set("sm", strconv.Itoa(sm))
 		}
-		g.set("rank", strconv.Itoa(indexOf(nt.gpus, e)))
+		g.set("rank", strconv.Itoa(i))
 		g.set("gdr", boolDigit(e.gdr))
 	}
 	for i, e := range nt.nics {
@@ -605,15 +605,6 @@ func machineName(src *p2p.Sysfs) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-func indexOf(es []*ncclEndpoint, e *ncclEndpoint) int {
-	for i, x := range es {
-		if x == e {
-			return i
-		}
-	}
-	return -1
 }
 
 func boolDigit(b bool) string {
