@@ -23,6 +23,14 @@ docs/topology-file.md) that processes read through EFAP2P_TOPOLOGY or
 --topology instead of reading config space, or as an NCCL topology XML
 (--format nccl) for NCCL_TOPO_FILE.
 
+The NCCL topology holds the machine's GPUs (class 03) and the NICs with an
+RDMA device, shaped as NCCL reads sysfs (a PCIe switch is one <pci> node),
+so that NCCL's path type for every GPU-NIC pair is efap2p's (NODE is PHB for
+NCCL). gdr="1" marks a NIC that gets true P2P DMA into an accelerator and a
+GPU that such a NIC reaches; a comment at the top says which
+NCCL_NET_GDR_LEVEL makes NCCL use the pairs the oracle allows through host
+bridges, and which pairs it would try although the oracle refuses them.
+
 Run it once as root: without CAP_SYS_ADMIN config space past 64 bytes is
 hidden, ACS is unknown, and export refuses to write uncertain verdicts
 unless --force is given.
@@ -83,7 +91,7 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	case "nccl":
-		if data, err = exportNCCL(o, src); err != nil {
+		if data, err = exportNCCL(o, src, ncclOptions{blocked: blocked, force: *force}); err != nil {
 			return err
 		}
 	}

@@ -4,7 +4,8 @@
 //
 // Usage:
 //
-//	efap2p topo    [--sysfs DIR] [--json]              the matrix of accelerators and NICs
+//	efap2p topo    [--sysfs DIR] [--json | --dot]      the matrix of accelerators and NICs (--dot: a Graphviz picture)
+//	efap2p export  [--sysfs DIR] [--format json|nccl] [-o FILE]   a topology file, or an NCCL topology XML
 //	efap2p explain [--sysfs DIR] [--json] PROVIDER CLIENT
 //	efap2p sim [--machine NAME | --model FILE] [--keep] -- COMMAND [ARGS...]
 //	efap2p sim write [--machine NAME | --model FILE] DIR

@@ -243,7 +243,7 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-const topoUsage = `Usage: efap2p topo [--sysfs DIR] [--topology FILE] [--json]
+const topoUsage = `Usage: efap2p topo [--sysfs DIR] [--topology FILE] [--json | --dot]
 
 The matrix of the machine's accelerators (PCI class 03 display, 12 processing
 accelerator) and NICs (class 02), each cell the path class between the two as
@@ -251,6 +251,14 @@ NCCL and nvidia-smi name it, marked where P2P is refused (!), bounced through
 system memory (~), or refused by the kernel's rule but allowed by the
 exporting driver (*). For an accelerator and a NIC, the accelerator is the
 provider (it owns the memory) and the NIC the client.
+
+--dot prints a Graphviz digraph instead (render it with
+'dot -Tsvg -o topo.svg'): the PCI tree from the root buses (grouped by NUMA
+node) down to the accelerators and NICs, switches boxed with their ports,
+each accelerator and NIC filled with its best outcome with the other kind
+(green true P2P, orange bounced, red refused), a bold green edge from each
+NIC to its nearest accelerator with true P2P, and dashed edges for pairs
+refused (red) or bounced (orange) although they share an upstream bridge.
 
 Options:
 `
@@ -290,12 +298,16 @@ func runTopo(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("topo", flag.ContinueOnError)
 	of := oracleFlags{stderr: stderr}
 	of.register(fs, true)
+	dot := fs.Bool("dot", false, "print a Graphviz digraph of the PCI paths of accelerators and NICs")
 	if err := parseFlags(fs, args, topoUsage, stderr); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {
 		fs.Usage()
 		return usagef("topo takes no arguments")
+	}
+	if *dot && of.json {
+		return usagef("--dot and --json exclude each other")
 	}
 	o, src, err := of.open()
 	if err != nil {
@@ -305,8 +317,11 @@ func runTopo(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if of.json {
+	switch {
+	case of.json:
 		return writeJSON(stdout, m)
+	case *dot:
+		return writeDOT(stdout, o, src, m)
 	}
 	printMatrix(stdout, m)
 	return nil
