@@ -72,7 +72,7 @@ func (m *Machine) ConfigSpace(f *Function) []byte {
 	le := binary.LittleEndian
 	le.PutUint16(b[0x00:], uint16(f.Vendor))
 	le.PutUint16(b[0x02:], uint16(f.Device))
-	le.PutUint16(b[0x04:], 0x0406) // memory space, bus master, INTx off
+	le.PutUint16(b[0x04:], 0x0406)             // memory space, bus master, INTx off
 	le.PutUint32(b[0x08:], uint32(f.Class)<<8) // revision 0
 	hdr := byte(0)
 	if f.IsBridge() {
