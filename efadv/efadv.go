@@ -121,17 +121,25 @@ func queryRaw(ctx *verbs.Context) (DeviceAttr, error) {
 	if err != nil {
 		return DeviceAttr{}, fmt.Errorf("efadv: query device: %w", err)
 	}
-	attr := new(abi.EFADeviceAttr)
+	attr := attrPool.Get().(*abi.EFADeviceAttr)
+	*attr = abi.EFADeviceAttr{}
 	r := dl.Call(fn, p, uintptr(unsafe.Pointer(attr)), abi.EFADeviceAttrSize)
 	ctx.Release()
+	a := attrFrom(attr)
+	attrPool.Put(attr)
 	if e := int32(r); e != 0 {
 		if e < 0 {
 			e = -e
 		}
 		return DeviceAttr{}, fmt.Errorf("efadv: efadv_query_device(%s): %w", ctx.Name(), syscall.Errno(e))
 	}
-	return attrFrom(attr), nil
+	return a, nil
 }
+
+// attrPool recycles the buffers libefa fills: a buffer passed to C lives
+// on the heap, and allocating one per call would cost as much as the rest
+// of the Go side.
+var attrPool = sync.Pool{New: func() any { return new(abi.EFADeviceAttr) }}
 
 // QueryDevice returns the EFA attributes of the context's device as
 // libefa's efadv_query_device reports them, with CapP2PDMA added when the

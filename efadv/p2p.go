@@ -12,7 +12,9 @@ import (
 )
 
 // oracle is the process's oracle, built on first use.
-var oracle = sync.OnceValues(func() (*p2p.Oracle, error) {
+var oracle = sync.OnceValues(buildOracle)
+
+func buildOracle() (*p2p.Oracle, error) {
 	root := p2p.SysfsRoot()
 	src, err := p2p.OpenSysfs(root)
 	if err != nil {
@@ -22,7 +24,7 @@ var oracle = sync.OnceValues(func() (*p2p.Oracle, error) {
 		TopologyFile: topologyFile(),
 		Warnf:        warnf,
 	}), nil
-})
+}
 
 // topologyFile is $EFAP2P_TOPOLOGY, ignored in a setuid or setgid process
 // as SYSFS_PATH is.
@@ -54,12 +56,17 @@ func warnf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "efadv: %s\n", msg)
 }
 
-// reach caches Oracle.ReachesAccelerator per NIC: an immutable map read
-// without a lock, replaced under reachMu.
+// reach caches Oracle.ReachesAccelerator per NIC (by addrKey): an
+// immutable map read without a lock, replaced under reachMu.
 var (
-	reach   atomic.Pointer[map[p2p.Addr]bool]
+	reach   atomic.Pointer[map[uint64]bool]
 	reachMu sync.Mutex
 )
+
+// addrKey packs a PCI address into a map key that hashes fast.
+func addrKey(a p2p.Addr) uint64 {
+	return uint64(a.Domain)<<32 | uint64(a.Bus)<<16 | uint64(a.Device)<<8 | uint64(a.Function)
+}
 
 // reaches reports whether ctx's NIC gets true P2P into an accelerator.
 func reaches(ctx *verbs.Context) bool {
@@ -68,8 +75,9 @@ func reaches(ctx *verbs.Context) bool {
 		warnf("P2P_DMA left clear for %s: %v", ctx.Name(), err)
 		return false
 	}
+	key := addrKey(nic)
 	if m := reach.Load(); m != nil {
-		if ok, found := (*m)[nic]; found {
+		if ok, found := (*m)[key]; found {
 			return ok
 		}
 	}
@@ -86,13 +94,13 @@ func reaches(ctx *verbs.Context) bool {
 	reachMu.Lock()
 	defer reachMu.Unlock()
 	old := reach.Load()
-	next := make(map[p2p.Addr]bool, 1)
+	next := make(map[uint64]bool, 1)
 	if old != nil {
 		for k, v := range *old {
 			next[k] = v
 		}
 	}
-	next[nic] = ok
+	next[key] = ok
 	reach.Store(&next)
 	return ok
 }
