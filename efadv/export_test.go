@@ -1,6 +1,7 @@
 package efadv
 
 import (
+	"sync"
 	"unsafe"
 
 	"github.com/efap2p/efap2p/abi"
@@ -24,4 +25,11 @@ func BareQuery(ctx *verbs.Context, attr *abi.EFADeviceAttr) int32 {
 	}
 	defer ctx.Release()
 	return int32(dl.Call(fn, p, uintptr(unsafe.Pointer(attr)), abi.EFADeviceAttrSize))
+}
+
+// ResetOracle forgets the process's oracle and the cached P2P_DMA bits,
+// for benchmarks of the first answer. Not safe while queries run.
+func ResetOracle() {
+	oracle = sync.OnceValues(buildOracle)
+	reach.Store(nil)
 }
