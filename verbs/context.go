@@ -27,13 +27,16 @@ var ErrClosed = errors.New("verbs: handle already closed")
 // in progress.
 type Context struct {
 	// mu guards ptr and the ptr of every PD and MR of the context: calls
-	// into the library hold it for reading, Close, Dealloc and Dereg for
-	// writing.
+	// that use them hold it for reading, calls that free them (Close,
+	// Dealloc, Dereg) for writing.
 	mu     sync.RWMutex
 	ptr    uintptr // struct ibv_context *; 0 once closed
 	closed atomic.Bool
 	dev    Device
-	pds    map[*PD]struct{}
+	// setMu guards the sets of live PDs and MRs (pds, PD.mrs) for callers
+	// holding mu for reading; a holder of mu for writing needs no setMu.
+	setMu sync.Mutex
+	pds   map[*PD]struct{}
 
 	pciOnce sync.Once
 	pci     p2p.Addr
@@ -156,8 +159,8 @@ func (c *Context) AllocPD() (*PD, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock() // the PD set changes
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	if c.ptr == 0 {
 		return nil, c.closedErr()
 	}
@@ -166,7 +169,9 @@ func (c *Context) AllocPD() (*PD, error) {
 		return nil, callErr("ibv_alloc_pd("+c.dev.Name+")", dl.ErrnoOrEIO(errno))
 	}
 	pd := &PD{ctx: c, ptr: p, handle: (*abi.IBVPD)(dl.Ptr(p)).Handle, mrs: map[*MR]struct{}{}}
+	c.setMu.Lock()
 	c.pds[pd] = struct{}{}
+	c.setMu.Unlock()
 	return pd, nil
 }
 
@@ -272,8 +277,8 @@ func (pd *PD) RegMR(buf []byte, access Access) (*MR, error) {
 
 func (pd *PD) reg(call func() (uintptr, syscall.Errno), what string, pin *runtime.Pinner) (*MR, error) {
 	c := pd.ctx
-	c.mu.Lock() // the MR set changes
-	defer c.mu.Unlock()
+	c.mu.RLock() // registrations run in parallel; Dealloc waits for them
+	defer c.mu.RUnlock()
 	if pd.ptr == 0 {
 		return nil, pd.closedErr()
 	}
@@ -283,7 +288,9 @@ func (pd *PD) reg(call func() (uintptr, syscall.Errno), what string, pin *runtim
 	}
 	m := (*abi.IBVMR)(dl.Ptr(p))
 	mr := &MR{pd: pd, ptr: p, handle: m.Handle, lkey: m.LKey, rkey: m.RKey, addr: uint64(m.Addr), length: m.Length, pin: pin}
+	c.setMu.Lock()
 	pd.mrs[mr] = struct{}{}
+	c.setMu.Unlock()
 	return mr, nil
 }
 
