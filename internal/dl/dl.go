@@ -40,7 +40,7 @@ func (l *Lib) Handle() (uintptr, error) {
 	l.once.Do(func() {
 		h, err := purego.Dlopen(l.name, purego.RTLD_NOW|purego.RTLD_GLOBAL)
 		if err != nil {
-			l.err = fmt.Errorf("%w: %s: %v", ErrNoLibrary, l.name, err)
+			l.err = fmt.Errorf("%w: %s: %w", ErrNoLibrary, l.name, err)
 			return
 		}
 		l.handle = h
