@@ -1,0 +1,80 @@
+package efadv_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/efap2p/efap2p/efadv"
+	"github.com/efap2p/efap2p/internal/simtest"
+	"github.com/efap2p/efap2p/p2p"
+)
+
+// TestTopologyFile: the oracle reads $EFAP2P_TOPOLOGY, whose facts take
+// precedence; a file it cannot use is set aside for the computed answers.
+func TestTopologyFile(t *testing.T) {
+	m := simtest.Require(t)
+	pairs := map[string][2]string{ // NIC, its GPU
+		"p5.48xlarge":      {"0000:4f:00.0", "0000:53:00.0"},
+		"intel-acs-switch": {"0000:04:00.0", "0000:03:00.0"},
+	}
+	pair, ok := pairs[m.Name]
+	if !ok {
+		t.Fatalf("no NIC chosen for model %s", m.Name)
+	}
+	nic, gpu := p2p.MustParseAddr(pair[0]), p2p.MustParseAddr(pair[1])
+	blocked := p2p.NewTopologyFile("test")
+	blocked.NICs = append(blocked.NICs, p2p.TopoNIC{Addr: nic, PeerAccessBlocked: true, Note: "test"})
+	data, err := blocked.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		content    []byte
+		wantP2P    bool
+		wantSource string
+		wantOut    p2p.Outcome // OutcomeUnknown: not checked
+		fileErr    bool
+	}{
+		{"NIC blocking peer access", data, false, p2p.SourceTopologyFile, p2p.OutcomeRefused, false},
+		{"malformed file", []byte("{\n"), p2pDMA[m.Name], p2p.SourceComputed, p2p.OutcomeUnknown, true},
+	}
+	ctx := open(t, m.Function(nic).IBDev())
+	t.Cleanup(efadv.ResetOracle)
+	t.Setenv("EFAP2P_LOG", "off")
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			name := filepath.Join(t.TempDir(), "topology.json")
+			if err := os.WriteFile(name, tc.content, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv("EFAP2P_TOPOLOGY", name)
+			efadv.ResetOracle()
+			o, err := efadv.Oracle()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := o.TopologyFileError() != nil; got != tc.fileErr {
+				t.Errorf("TopologyFileError() = %v, want an error: %v", o.TopologyFileError(), tc.fileErr)
+			}
+			attr, err := efadv.QueryDevice(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if attr.Caps.Has(efadv.CapP2PDMA) != tc.wantP2P {
+				t.Errorf("caps %v, want P2P_DMA %v", attr.Caps, tc.wantP2P)
+			}
+			v, err := efadv.QueryP2P(ctx, gpu)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Source != tc.wantSource {
+				t.Errorf("verdict source %q, want %q (%s)", v.Source, tc.wantSource, v.Reason)
+			}
+			if tc.wantOut != p2p.OutcomeUnknown && v.Outcome != tc.wantOut {
+				t.Errorf("outcome %v, want %v", v.Outcome, tc.wantOut)
+			}
+		})
+	}
+}
