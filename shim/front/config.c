@@ -76,7 +76,7 @@ const struct efap2p_config *efap2p_config(void)
 static void vlog_line(int level, const char *fmt, va_list ap)
 {
 	static const char *const names[] = { "", "error", "info", "debug" };
-	char line[1024];
+	char line[2048];
 	int saved = errno, n;
 
 	n = snprintf(line, sizeof(line), "efap2p: %s: ", names[level]);

@@ -64,9 +64,10 @@ static int fast_fail(struct efap2p_pair *p, int access)
 
 	if (p->core.decision == EFAP2P_DMABUF_REFUSE) {
 		if (!atomic_exchange(&p->logged, 1))
-			efap2p_log(EFAP2P_LOG_ERROR, "ibv_reg_dmabuf_mr: %s; %s", p->core.summary,
-				   enforcing() ? "refused without asking the kernel (EFAP2P_MODE=advise lets it decide)"
-					       : "advise mode: asking the kernel anyway");
+			efap2p_log(EFAP2P_LOG_ERROR, "ibv_reg_dmabuf_mr: %s: %s",
+				   enforcing() ? "refused without asking the kernel (EFAP2P_MODE=advise lets the kernel decide)"
+					       : "advise mode, asking the kernel anyway",
+				   p->core.summary);
 		return enforcing() ? EOPNOTSUPP : 0;
 	}
 	if (k && ((uint32_t)access & flags) == flags && enforcing())
@@ -96,9 +97,11 @@ static void learn(struct efap2p_pair *p, const struct ibv_mr *mr, int access)
 		;
 	if (!atomic_exchange(&p->logged, 1))
 		efap2p_log(EFAP2P_LOG_ERROR,
-			   "ibv_reg_dmabuf_mr: the kernel refused %s's registration of a dma-buf from \"%s\" (%s) although the PCI path allows it: the NIC or the platform blocks peer access. Later registrations on this pair fail without asking the kernel; record it with 'efap2p export --peer-blocked'",
+			   "ibv_reg_dmabuf_mr: the kernel refused %s a dma-buf from \"%s\" (%s) although the PCI path allows it: the NIC or the platform blocks peer access (record it with 'efap2p export --peer-blocked'); %s",
 			   efap2p_dev_name(p->dev), efap2p_exp_name(p->exp),
-			   err == EOPNOTSUPP ? "EOPNOTSUPP" : "ENOTSUPP");
+			   err == EOPNOTSUPP ? "EOPNOTSUPP" : "ENOTSUPP",
+			   enforcing() ? "later registrations on this pair fail without asking it"
+				       : "advise mode: later registrations still ask it");
 	errno = err;
 }
 
