@@ -48,49 +48,91 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/*
+ * Batches of n calls, through whatever the program binds to and straight
+ * to libefa's or libibverbs' own function, alternated so that drift hits
+ * both; the medians of the batches, in ns a call.
+ */
+struct pairtime {
+	double ours, real;
+};
+
+static struct ibv_context *bench_ctx;
+static struct efadv_device_attr bench_attr;
+
+static void query_batch(int n, query_device_fn fn)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		fn(bench_ctx, &bench_attr, sizeof(bench_attr));
+}
+
+static struct ibv_pd *bench_pd;
+static int bench_fd, bench_ok = 1, bench_expect;
+
+static void reg_batch(int n, reg_dmabuf_mr_fn fn)
+{
+	struct ibv_mr *mr;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		mr = fn(bench_pd, 0, 4096, 0, bench_fd, IBV_ACCESS_LOCAL_WRITE);
+		bench_ok &= !!mr == bench_expect;
+		if (mr)
+			ibv_dereg_mr(mr);
+	}
+}
+
+static struct pairtime alternate(int runs, int n, void (*batch)(int, void *), void *ours,
+				 void *real)
+{
+	double to[64], tr[64], t0;
+	struct pairtime pt;
+	int r;
+
+	batch(n, ours);	/* warm up both */
+	batch(n, real);
+	for (r = 0; r < runs && r < 64; r++) {
+		t0 = now_ns();
+		batch(n, ours);
+		to[r] = (now_ns() - t0) / n;
+		t0 = now_ns();
+		batch(n, real);
+		tr[r] = (now_ns() - t0) / n;
+	}
+	pt.ours = median(to, r);
+	pt.real = median(tr, r);
+	return pt;
+}
+
 static void query(int runs, int n)
 {
-	struct ibv_context *ctx = open_by_name("rdmap79s0");
-	struct efadv_device_attr a;
-	double t[64];
-	int r, i;
+	struct pairtime pt;
 
-	efadv_query_device(ctx, &a, sizeof(a));
-	for (r = 0; r < runs && r < 64; r++) {
-		double t0 = now_ns();
-
-		for (i = 0; i < n; i++)
-			efadv_query_device(ctx, &a, sizeof(a));
-		t[r] = (now_ns() - t0) / n;
-	}
-	printf("ns=%.1f p2p=%d\n", median(t, r), !!(a.device_caps & P2P_DMA_BIT));
+	bench_ctx = open_by_name("rdmap79s0");
+	pt = alternate(runs, n, (void (*)(int, void *))query_batch, (void *)efadv_query_device,
+		       (void *)real_query_device());
+	efadv_query_device(bench_ctx, &bench_attr, sizeof(bench_attr));
+	printf("ours_ns=%.1f real_ns=%.1f added_ns=%.1f p2p=%d\n", pt.ours, pt.real,
+	       pt.ours - pt.real, !!(bench_attr.device_caps & P2P_DMA_BIT));
 }
 
 static void reg(int runs, int n, const char *dev, const char *owner, int expect_ok)
 {
 	struct efasim_api sim = efasim_api();
-	struct ibv_context *ctx = open_by_name(dev);
-	struct ibv_pd *pd = ibv_alloc_pd(ctx);
-	int fd = sim.dmabuf_create(owner, NULL, 1 << 20), r, i, ok = 1;
-	unsigned long calls = 0;
-	double t[64];
-	struct ibv_mr *mr;
+	unsigned long before;
+	struct pairtime pt;
 
-	for (r = -1; r < runs && r < 64; r++) {	/* run -1 warms up */
-		double t0 = now_ns();
-
-		for (i = 0; i < n; i++) {
-			mr = ibv_reg_dmabuf_mr(pd, 0, 4096, 0, fd, IBV_ACCESS_LOCAL_WRITE);
-			ok &= !!mr == expect_ok;
-			if (mr)
-				ibv_dereg_mr(mr);
-		}
-		if (r >= 0)
-			t[r] = (now_ns() - t0) / n;
-		if (r == -1)
-			calls = sim.reg_calls();
-	}
-	printf("ns=%.1f ok=%d kernel_calls=%lu\n", median(t, r), ok, sim.reg_calls() - calls);
+	bench_ctx = open_by_name(dev);
+	bench_pd = ibv_alloc_pd(bench_ctx);
+	bench_fd = sim.dmabuf_create(owner, NULL, 1 << 20);
+	bench_expect = expect_ok;
+	before = sim.reg_calls();
+	pt = alternate(runs, n, (void (*)(int, void *))reg_batch, (void *)ibv_reg_dmabuf_mr,
+		       (void *)real_reg_dmabuf_mr());
+	printf("ours_ns=%.1f real_ns=%.1f added_ns=%.1f ok=%d kernel_calls=%lu of %d\n", pt.ours,
+	       pt.real, pt.ours - pt.real, bench_ok, sim.reg_calls() - before, 2 * n * (runs + 1));
 }
 
 typedef int (*query_peer_fn)(struct ibv_context *, const char *, struct efadv_p2p_attr *,
@@ -125,8 +167,9 @@ static void cold(int split)
 	       (t1 - t0) / 1e3, (t2 - t1) / 1e3, (t2 - t0) / 1e3);
 }
 
-/* Spawns argv once; wall ns and peak RSS (KiB) through *rss. */
-static double spawn_once(char **argv, char **envp, long *rss)
+/* Spawns argv once; wall ns, and peak RSS (KiB) and CPU ns through *rss
+ * and *cpu. */
+static double spawn_once(char **argv, char **envp, long *rss, double *cpu)
 {
 	struct rusage ru;
 	double t0 = now_ns();
@@ -139,6 +182,8 @@ static double spawn_once(char **argv, char **envp, long *rss)
 	}
 	wait4(pid, &st, 0, &ru);
 	*rss = ru.ru_maxrss;
+	*cpu = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e9 +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e3;
 	return now_ns() - t0;
 }
 
@@ -168,6 +213,7 @@ static void startup(int n, char **argv)
 	char **plain = env_with(NULL), **with = env_with(lib);
 	double *tp = calloc((size_t)n, sizeof(double)), *tw = calloc((size_t)n, sizeof(double));
 	double *rp = calloc((size_t)n, sizeof(double)), *rw = calloc((size_t)n, sizeof(double));
+	double *cp = calloc((size_t)n, sizeof(double)), *cw = calloc((size_t)n, sizeof(double));
 	long rss;
 	int i;
 
@@ -176,13 +222,14 @@ static void startup(int n, char **argv)
 		exit(2);
 	}
 	for (i = 0; i < n; i++) {	/* interleaved, so drift hits both */
-		tp[i] = spawn_once(argv, plain, &rss);
+		tp[i] = spawn_once(argv, plain, &rss, &cp[i]);
 		rp[i] = (double)rss;
-		tw[i] = spawn_once(argv, with, &rss);
+		tw[i] = spawn_once(argv, with, &rss, &cw[i]);
 		rw[i] = (double)rss;
 	}
-	printf("without_us=%.1f with_us=%.1f added_us=%.1f without_kib=%.0f with_kib=%.0f added_kib=%.0f\n",
+	printf("without_us=%.1f with_us=%.1f added_us=%.1f without_cpu_us=%.1f with_cpu_us=%.1f added_cpu_us=%.1f without_kib=%.0f with_kib=%.0f added_kib=%.0f\n",
 	       median(tp, n) / 1e3, median(tw, n) / 1e3, (median(tw, n) - median(tp, n)) / 1e3,
+	       median(cp, n) / 1e3, median(cw, n) / 1e3, (median(cw, n) - median(cp, n)) / 1e3,
 	       median(rp, n), median(rw, n), median(rw, n) - median(rp, n));
 }
 

@@ -69,6 +69,8 @@ typedef int (*efap2p_core_init_fn)(const struct efap2p_core_config *cfg);
 typedef int (*efap2p_core_nic_fn)(const char *ibdev, struct efap2p_core_nic *out);
 typedef int (*efap2p_core_dmabuf_fn)(const char *ibdev, const char *exp_name,
 				     struct efap2p_core_dmabuf *out);
+/* *out: 1 when some dma-buf exporter is refused for ibdev's NIC. */
+typedef int (*efap2p_core_refusable_fn)(const char *ibdev, int *out);
 typedef int (*efap2p_core_peer_fn)(const char *ibdev, uint32_t domain, uint32_t bus,
 				   uint32_t devfn, struct efadv_p2p_attr *out);
 

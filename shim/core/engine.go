@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -170,6 +172,34 @@ func (e *engine) dmabuf(ibdev, expName string) dmabufAnswer {
 			ibdev, nic, expName, refusedList(d))
 	}
 	return a
+}
+
+// refusable reports whether ibdev's NIC would have any dma-buf
+// registration refused by the oracle: whether some driver of the machine
+// (a possible exporter: every exporter name the oracle knows maps to
+// drivers, and any other name is taken as one) owns only devices the NIC
+// is refused. When none does, the front need not identify the buffers
+// this NIC registers until the kernel refuses one.
+func (e *engine) refusable(ibdev string) (bool, syscall.Errno) {
+	nic, errno := e.resolve(ibdev)
+	if errno != 0 {
+		return false, errno
+	}
+	ents, err := os.ReadDir(filepath.Join(e.sysfs.Root(), "bus/pci/drivers"))
+	if err != nil {
+		return true, 0 // cannot tell: identify every buffer
+	}
+	for _, d := range ents {
+		// the PCIe port services driver binds bridges, which export no
+		// dma-bufs
+		if d.Name() == "pcieport" {
+			continue
+		}
+		if dec, err := e.oracle.Dmabuf(nic, d.Name()); err == nil && dec.Refuse {
+			return true, 0
+		}
+	}
+	return false, 0
 }
 
 // refusedList names the refused candidates of a decision with the reason

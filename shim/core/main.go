@@ -132,6 +132,16 @@ func efap2p_core_dmabuf(ibdev, expName *C.char, out *C.struct_efap2p_core_dmabuf
 	return 0
 }
 
+//export efap2p_core_refusable
+func efap2p_core_refusable(ibdev *C.char, out *C.int) C.int {
+	r, errno := ready().refusable(C.GoString(ibdev))
+	*out = 0
+	if r {
+		*out = 1
+	}
+	return C.int(errno)
+}
+
 //export efap2p_core_peer
 func efap2p_core_peer(ibdev *C.char, domain, bus, devfn C.uint32_t, out *C.struct_efadv_p2p_attr) C.int {
 	peer := p2p.Addr{Domain: uint32(domain), Bus: uint8(bus), Device: uint8(devfn) >> 3, Function: uint8(devfn) & 7}

@@ -3,7 +3,8 @@
  * Answers kept in C memory: the warm paths read them without a lock and
  * without Go, and a forked child reads them where Go is out of reach.
  *
- * - devices: RDMA device names, each with its P2P_DMA answer;
+ * - devices: RDMA device names, each with its P2P_DMA answer and whether
+ *   any dma-buf registration on it can be refused;
  * - exporters: dma-buf exporter names;
  * - pairs: (device, exporter) -> registration decision;
  * - peers: (device, PCI function) -> efadv_p2p_attr;
@@ -37,7 +38,8 @@ static pthread_mutex_t insert_lock = PTHREAD_MUTEX_INITIALIZER;
 struct name {
 	uint32_t hash;
 	char s[NAME_MAX_LEN];
-	_Atomic int caps;	/* devices: EFAP2P_CAPS_* */
+	_Atomic int caps;	/* devices: EFAP2P_CAPS_*, for P2P_DMA */
+	_Atomic int refusable;	/* devices: EFAP2P_CAPS_*, a dma-buf may be refused */
 };
 
 struct names {
@@ -100,6 +102,11 @@ int efap2p_dev_index(const char *ibdev)
 _Atomic int *efap2p_dev_caps(int dev)
 {
 	return &dev_names[dev].caps;
+}
+
+_Atomic int *efap2p_dev_refusable(int dev)
+{
+	return &dev_names[dev].refusable;
 }
 
 const char *efap2p_dev_name(int dev)

@@ -48,6 +48,7 @@ static struct {
 	efap2p_core_nic_fn nic;
 	efap2p_core_dmabuf_fn dmabuf;
 	efap2p_core_peer_fn peer;
+	efap2p_core_refusable_fn refusable;
 } api;
 
 static _Atomic int core_state = CORE_NONE;
@@ -162,7 +163,8 @@ static int bind_core(void *h, char *why, size_t len)
 	api.nic = (efap2p_core_nic_fn)dlsym(h, "efap2p_core_nic");
 	api.dmabuf = (efap2p_core_dmabuf_fn)dlsym(h, "efap2p_core_dmabuf");
 	api.peer = (efap2p_core_peer_fn)dlsym(h, "efap2p_core_peer");
-	if (!abi || !api.init || !api.nic || !api.dmabuf || !api.peer) {
+	api.refusable = (efap2p_core_refusable_fn)dlsym(h, "efap2p_core_refusable");
+	if (!abi || !api.init || !api.nic || !api.dmabuf || !api.peer || !api.refusable) {
 		snprintf(why, len, "not an efap2p core (a function is missing)");
 		return -1;
 	}
@@ -261,6 +263,19 @@ int efap2p_core_peer(const char *ibdev, uint32_t domain, uint32_t bus, uint32_t 
 		return rc;
 	signals_block(&old);
 	rc = api.peer(ibdev, domain, bus, devfn, out);
+	signals_restore(&old);
+	return rc;
+}
+
+int efap2p_core_refusable(const char *ibdev, int *out)
+{
+	sigset_t old;
+	int rc = core_ready();
+
+	if (rc)
+		return rc;
+	signals_block(&old);
+	rc = api.refusable(ibdev, out);
 	signals_restore(&old);
 	return rc;
 }

@@ -52,6 +52,7 @@ int efap2p_core_nic(const char *ibdev, struct efap2p_core_nic *out);
 int efap2p_core_dmabuf(const char *ibdev, const char *exp_name, struct efap2p_core_dmabuf *out);
 int efap2p_core_peer(const char *ibdev, uint32_t domain, uint32_t bus, uint32_t devfn,
 		     struct efadv_p2p_attr *out);
+int efap2p_core_refusable(const char *ibdev, int *out);
 void efap2p_core_atfork_child(void);
 
 /* cache.c: answers kept in C memory, readable without a lock and without
@@ -68,7 +69,6 @@ struct efap2p_pair {
 	int dev, exp;			/* efap2p_dev_index, efap2p_exp_index */
 	struct efap2p_core_dmabuf core;	/* what the oracle said */
 	_Atomic int logged;		/* the refusal line was written */
-	_Atomic int confirmed;		/* a registration succeeded */
 	/* The kernel refused a registration: errno << 32 | access flags,
 	 * 0 for none. A later call asking for at least these flags gets the
 	 * same answer without the kernel. */
@@ -77,6 +77,7 @@ struct efap2p_pair {
 
 int efap2p_dev_index(const char *ibdev);
 _Atomic int *efap2p_dev_caps(int dev);
+_Atomic int *efap2p_dev_refusable(int dev);
 const char *efap2p_dev_name(int dev);
 int efap2p_exp_index(const char *exp_name);
 const char *efap2p_exp_name(int exp);
