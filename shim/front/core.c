@@ -78,8 +78,8 @@ static void signals_restore(const sigset_t *old)
 	pthread_sigmask(SIG_SETMASK, old, NULL);
 }
 
-/* A note named "Go" of type 4 is the Go build ID, which every Go program
- * and Go shared library carries. */
+/* A note named "Go" (padded to 4 bytes) of type 4 is the Go build ID,
+ * which every Go program and Go shared library carries. */
 static int has_go_note(const char *p, size_t len)
 {
 	size_t off = 0;
@@ -88,7 +88,8 @@ static int has_go_note(const char *p, size_t len)
 		const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)(p + off);
 		size_t name = off + sizeof(*n), desc = name + ((n->n_namesz + 3) & ~3u);
 
-		if (n->n_type == 4 && n->n_namesz == 3 && desc <= len && !memcmp(p + name, "Go", 3))
+		if (n->n_type == 4 && (n->n_namesz == 3 || n->n_namesz == 4) && desc <= len &&
+		    !memcmp(p + name, "Go", 3))
 			return 1;
 		off = desc + ((n->n_descsz + 3) & ~3u);
 	}
