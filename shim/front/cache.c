@@ -38,8 +38,8 @@ static pthread_mutex_t insert_lock = PTHREAD_MUTEX_INITIALIZER;
 struct name {
 	uint32_t hash;
 	char s[NAME_MAX_LEN];
-	_Atomic int caps;	/* devices: EFAP2P_CAPS_*, for P2P_DMA */
-	_Atomic int refusable;	/* devices: EFAP2P_CAPS_*, a dma-buf may be refused */
+	_Atomic int caps;	/* devices: EFAP2P_UNKNOWN, _NO or _YES, for P2P_DMA */
+	_Atomic int refusable;	/* devices: EFAP2P_UNKNOWN, _NO or _YES, a dma-buf may be refused */
 };
 
 struct names {
@@ -61,11 +61,11 @@ static uint32_t hash_str(const char *s)
 	return h;
 }
 
-static int names_find(struct names *t, const char *s, uint32_t h, int from)
+static int names_find(struct names *t, const char *s, uint32_t h)
 {
 	int n = atomic_load_explicit(&t->n, memory_order_acquire), i;
 
-	for (i = from; i < n; i++)
+	for (i = 0; i < n; i++)
 		if (t->v[i].hash == h && !strcmp(t->v[i].s, s))
 			return i;
 	return -1;
@@ -75,7 +75,7 @@ static int names_find(struct names *t, const char *s, uint32_t h, int from)
 static int names_index(struct names *t, const char *s)
 {
 	uint32_t h = hash_str(s);
-	int i = names_find(t, s, h, 0), n;
+	int i = names_find(t, s, h), n;
 
 	if (i >= 0)
 		return i;
@@ -83,7 +83,7 @@ static int names_index(struct names *t, const char *s)
 		return -1;
 	pthread_mutex_lock(&insert_lock);
 	n = atomic_load_explicit(&t->n, memory_order_relaxed);
-	i = names_find(t, s, h, 0);
+	i = names_find(t, s, h);
 	if (i < 0 && n < t->max) {
 		t->v[n].hash = h;
 		strcpy(t->v[n].s, s);

@@ -58,10 +58,11 @@ void efap2p_core_atfork_child(void);
 /* cache.c: answers kept in C memory, readable without a lock and without
  * Go (so in a forked child too). Lookups take no lock; inserts take one
  * mutex, never held across a call into Go or the real functions. */
+/* A cached yes/no answer. */
 enum {
-	EFAP2P_CAPS_UNKNOWN = 0,
-	EFAP2P_CAPS_NO = 1,
-	EFAP2P_CAPS_YES = 2,
+	EFAP2P_UNKNOWN = 0,
+	EFAP2P_NO = 1,
+	EFAP2P_YES = 2,
 };
 
 /* A (NIC, exporter) pair's registration decision. */
@@ -99,9 +100,5 @@ struct efap2p_dmabuf_id {
 
 int efap2p_dmabuf_identify(int fd, struct efap2p_dmabuf_id *id);
 struct efap2p_pair *efap2p_pair_get(int dev, int exp, struct efap2p_pair *tmp, int *err);
-
-/* p2p_query.c: copy the fields of an attr that lie wholly within inlen. */
-void efap2p_attr_copy_out(struct efadv_p2p_attr *dst, const struct efadv_p2p_attr *src,
-			  uint32_t inlen);
 
 #endif /* EFAP2P_FRONT_H */

@@ -23,7 +23,7 @@
 
 /* Zeroes inlen bytes of dst and fills the fields that lie wholly in them;
  * comp_mask stays 0. */
-void efap2p_attr_copy_out(struct efadv_p2p_attr *dst, const struct efadv_p2p_attr *src,
+static void attr_copy_out(struct efadv_p2p_attr *dst, const struct efadv_p2p_attr *src,
 			  uint32_t inlen)
 {
 	memset(dst, 0, inlen);
@@ -121,7 +121,7 @@ static int query_peer(struct ibv_context *ibvctx, const char *peer_pci,
 			efap2p_peer_add(dev, (uint64_t)peer, &a);
 		hit = &a;
 	}
-	efap2p_attr_copy_out(attr, hit, inlen);
+	attr_copy_out(attr, hit, inlen);
 	return 0;
 }
 
@@ -145,7 +145,7 @@ static int query_dmabuf(struct ibv_context *ibvctx, int dmabuf_fd,
 		return rc;
 	if (p->core.decision == EFAP2P_DMABUF_PASS)
 		return p->core.err;
-	efap2p_attr_copy_out(attr, &p->core.best, inlen);
+	attr_copy_out(attr, &p->core.best, inlen);
 	return 0;
 }
 

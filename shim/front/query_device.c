@@ -15,7 +15,7 @@
 /* Does the NIC of device reach an accelerator? Unknown counts as no. */
 static int p2p_dma(struct ibv_device *device)
 {
-	int dev = efap2p_dev_index(device->name), caps, want = EFAP2P_CAPS_UNKNOWN;
+	int dev = efap2p_dev_index(device->name), caps, want = EFAP2P_UNKNOWN;
 	struct efap2p_core_nic out;
 	_Atomic int *slot;
 
@@ -23,18 +23,18 @@ static int p2p_dma(struct ibv_device *device)
 		return 0;
 	slot = efap2p_dev_caps(dev);
 	caps = atomic_load_explicit(slot, memory_order_acquire);
-	if (caps != EFAP2P_CAPS_UNKNOWN)
-		return caps == EFAP2P_CAPS_YES;
+	if (caps != EFAP2P_UNKNOWN)
+		return caps == EFAP2P_YES;
 	switch (efap2p_core_nic(device->name, &out)) {
 	case ECHILD:	/* a forked child: Go is out of reach, nothing cached */
 	case ELIBACC:	/* no core: said once already */
 		return 0;
 	}
-	caps = out.reaches ? EFAP2P_CAPS_YES : EFAP2P_CAPS_NO;
+	caps = out.reaches ? EFAP2P_YES : EFAP2P_NO;
 	/* one thread wins and logs */
 	if (atomic_compare_exchange_strong(slot, &want, caps))
 		efap2p_log(EFAP2P_LOG_INFO, "%s", out.summary);
-	return caps == EFAP2P_CAPS_YES;
+	return caps == EFAP2P_YES;
 }
 
 __attribute__((visibility("default")))

@@ -40,10 +40,10 @@ static int refusable(int dev)
 	_Atomic int *slot = efap2p_dev_refusable(dev);
 	int r = atomic_load_explicit(slot, memory_order_relaxed), out = 1;
 
-	if (r != EFAP2P_CAPS_UNKNOWN)
-		return r == EFAP2P_CAPS_YES;
+	if (r != EFAP2P_UNKNOWN)
+		return r == EFAP2P_YES;
 	if (efap2p_core_refusable(efap2p_dev_name(dev), &out) == 0)
-		atomic_store_explicit(slot, out ? EFAP2P_CAPS_YES : EFAP2P_CAPS_NO,
+		atomic_store_explicit(slot, out ? EFAP2P_YES : EFAP2P_NO,
 				      memory_order_relaxed);
 	return out;
 }
@@ -115,7 +115,7 @@ static void learn_refusal(struct efap2p_pair *p, int access, int err)
 	while ((!old || ((uint32_t)old & (uint32_t)access) == (uint32_t)access) &&
 	       !atomic_compare_exchange_weak(&p->kernel_refusal, &old, k))
 		;
-	atomic_store_explicit(efap2p_dev_refusable(p->dev), EFAP2P_CAPS_YES, memory_order_relaxed);
+	atomic_store_explicit(efap2p_dev_refusable(p->dev), EFAP2P_YES, memory_order_relaxed);
 	if (!atomic_exchange(&p->logged, 1))
 		efap2p_log(EFAP2P_LOG_ERROR,
 			   "ibv_reg_dmabuf_mr: the kernel refused %s a dma-buf from \"%s\" (%s) although the PCI path allows it: the NIC or the platform blocks peer access (record it with 'efap2p export --peer-blocked'); %s",
