@@ -105,18 +105,24 @@ struct efadv_p2p_attr {
  * The verdict for the NIC of ibvctx DMAing into memory owned by the PCI
  * function peer_pci ("0000:53:00.0"). Fills the fields of attr that lie
  * wholly within inlen bytes (inlen must reach at least `distance`).
- * Returns 0, or an errno: EINVAL (NULL argument, short inlen, malformed
- * address), ENODEV (the context's device has no PCI function), ENOENT (no
- * such peer), EIO (the topology could not be read).
+ * Returns 0, or an errno (errno itself is left as it was): EINVAL (NULL
+ * argument, short inlen, malformed address), ENODEV (the context's device
+ * has no PCI function), ENOENT (no such peer), EIO (the topology could not
+ * be read), ELIBACC (the library's oracle, libefap2p-core.so, cannot be
+ * loaded), ECHILD (a child forked from a process that had started the
+ * oracle, asking what the parent had not: the oracle is not entered after
+ * fork; answers the parent had are given).
  */
 int efadv_p2p_query_peer(struct ibv_context *ibvctx, const char *peer_pci,
 			 struct efadv_p2p_attr *attr, uint32_t inlen);
 
 /*
  * The same for the device that exports the dma-buf dmabuf_fd (found from
- * its exporter name and the PCI functions bound to that driver). Also
+ * its exporter name and the PCI functions bound to that driver; with
+ * several, the most favourable, and EFADV_P2P_FLAG_AMBIGUOUS_PEER). Also
  * returns EBADF (fd not open), EINVAL (not a dma-buf), ENOENT (a
- * system-memory exporter, or an exporter that owns no PCI function).
+ * system-memory exporter, or an exporter that owns no PCI function), EIO
+ * (the exporter cannot be read from /proc/self/fdinfo).
  */
 int efadv_p2p_query_dmabuf(struct ibv_context *ibvctx, int dmabuf_fd,
 			   struct efadv_p2p_attr *attr, uint32_t inlen);

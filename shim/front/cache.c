@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Answers kept in C memory: the warm paths read them without a lock and
+ * without Go, and a forked child reads them where Go is out of reach.
+ *
+ * - devices: RDMA device names, each with its P2P_DMA answer and whether
+ *   any dma-buf registration on it can be refused;
+ * - exporters: dma-buf exporter names;
+ * - pairs: (device, exporter) -> registration decision;
+ * - peers: (device, PCI function) -> efadv_p2p_attr;
+ * - fds: (st_dev, st_ino) of a descriptor known to be a dma-buf -> its
+ *   exporter, so that a warm registration needs one fstat, not a read of
+ *   /proc/self/fdinfo.
+ *
+ * Tables are fixed arrays, written once per entry under insert_lock and
+ * published with a release store; readers take no lock. When a table is
+ * full, answers are simply not cached. The fd table is direct-mapped and
+ * overwrites old entries, under a sequence counter per slot.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "front.h"
+
+#define NAME_MAX_LEN IBV_SYSFS_NAME_MAX
+#define MAX_DEVS 256
+#define MAX_EXPS 64
+#define PAIR_SLOTS 1024	/* power of two */
+#define PEER_SLOTS 2048	/* power of two */
+#define FD_SLOTS 256	/* power of two */
+
+static pthread_mutex_t insert_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* ---- names: append-only arrays, published by their count ---- */
+
+struct name {
+	uint32_t hash;
+	char s[NAME_MAX_LEN];
+	_Atomic int caps;	/* devices: EFAP2P_UNKNOWN, _NO or _YES, for P2P_DMA */
+	_Atomic int refusable;	/* devices: EFAP2P_UNKNOWN, _NO or _YES, a dma-buf may be refused */
+};
+
+struct names {
+	_Atomic int n;
+	int max;
+	struct name *v;
+};
+
+static struct name dev_names[MAX_DEVS], exp_names[MAX_EXPS];
+static struct names devs = { .max = MAX_DEVS, .v = dev_names };
+static struct names exps = { .max = MAX_EXPS, .v = exp_names };
+
+static uint32_t hash_str(const char *s)
+{
+	uint32_t h = 2166136261u;	/* FNV-1a */
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 16777619u;
+	return h;
+}
+
+static int names_find(struct names *t, const char *s, uint32_t h)
+{
+	int n = atomic_load_explicit(&t->n, memory_order_acquire), i;
+
+	for (i = 0; i < n; i++)
+		if (t->v[i].hash == h && !strcmp(t->v[i].s, s))
+			return i;
+	return -1;
+}
+
+/* The index of s, added if new; -1 when s is too long or t is full. */
+static int names_index(struct names *t, const char *s)
+{
+	uint32_t h = hash_str(s);
+	int i = names_find(t, s, h), n;
+
+	if (i >= 0)
+		return i;
+	if (strlen(s) >= NAME_MAX_LEN)
+		return -1;
+	pthread_mutex_lock(&insert_lock);
+	n = atomic_load_explicit(&t->n, memory_order_relaxed);
+	i = names_find(t, s, h);
+	if (i < 0 && n < t->max) {
+		t->v[n].hash = h;
+		strcpy(t->v[n].s, s);
+		atomic_store_explicit(&t->n, n + 1, memory_order_release);
+		i = n;
+	}
+	pthread_mutex_unlock(&insert_lock);
+	return i;
+}
+
+int efap2p_dev_index(const char *ibdev)
+{
+	return names_index(&devs, ibdev);
+}
+
+_Atomic int *efap2p_dev_caps(int dev)
+{
+	return &dev_names[dev].caps;
+}
+
+_Atomic int *efap2p_dev_refusable(int dev)
+{
+	return &dev_names[dev].refusable;
+}
+
+const char *efap2p_dev_name(int dev)
+{
+	return dev_names[dev].s;
+}
+
+int efap2p_exp_index(const char *exp_name)
+{
+	return names_index(&exps, exp_name);
+}
+
+const char *efap2p_exp_name(int exp)
+{
+	return exp_names[exp].s;
+}
+
+/* ---- maps with 64-bit keys: open addressing, 0 is an empty slot ---- */
+
+static uint32_t hash_u64(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	return (uint32_t)k;
+}
+
+/* The slot holding key, or -1. */
+static int slot_find(_Atomic uint64_t *keys, uint32_t mask, uint64_t key)
+{
+	uint32_t i = hash_u64(key) & mask, probes;
+
+	for (probes = 0; probes <= mask; probes++, i = (i + 1) & mask) {
+		uint64_t k = atomic_load_explicit(&keys[i], memory_order_acquire);
+
+		if (k == key)
+			return (int)i;
+		if (!k)
+			return -1;
+	}
+	return -1;
+}
+
+/* Under insert_lock: the empty slot where key goes, or -1 past 3/4 full. */
+static int slot_claim(_Atomic uint64_t *keys, uint32_t mask, int *used, uint64_t key)
+{
+	uint32_t i = hash_u64(key) & mask;
+
+	if ((uint32_t)*used >= (mask + 1) / 4 * 3)
+		return -1;
+	(*used)++;
+	while (atomic_load_explicit(&keys[i], memory_order_relaxed))
+		i = (i + 1) & mask;
+	return (int)i;
+}
+
+static _Atomic uint64_t pair_keys[PAIR_SLOTS], peer_keys[PEER_SLOTS];
+static struct efap2p_pair pairs[PAIR_SLOTS];
+static struct efadv_p2p_attr peers[PEER_SLOTS];
+static int pairs_used, peers_used;
+
+static uint64_t pair_key(int dev, int exp)
+{
+	return (uint64_t)(dev + 1) << 32 | (uint32_t)(exp + 1);
+}
+
+struct efap2p_pair *efap2p_pair_find(int dev, int exp)
+{
+	int i = slot_find(pair_keys, PAIR_SLOTS - 1, pair_key(dev, exp));
+
+	return i < 0 ? NULL : &pairs[i];
+}
+
+/* The cached pair for (p->dev, p->exp), a copy of p if new; NULL when the
+ * table is full. */
+struct efap2p_pair *efap2p_pair_add(const struct efap2p_pair *p)
+{
+	uint64_t key = pair_key(p->dev, p->exp);
+	int i;
+
+	pthread_mutex_lock(&insert_lock);
+	i = slot_find(pair_keys, PAIR_SLOTS - 1, key);
+	if (i < 0) {
+		i = slot_claim(pair_keys, PAIR_SLOTS - 1, &pairs_used, key);
+		if (i >= 0) {
+			pairs[i].dev = p->dev;
+			pairs[i].exp = p->exp;
+			pairs[i].core = p->core;
+			atomic_store_explicit(&pair_keys[i], key, memory_order_release);
+		}
+	}
+	pthread_mutex_unlock(&insert_lock);
+	return i < 0 ? NULL : &pairs[i];
+}
+
+/* peer: domain << 16 | bus << 8 | devfn */
+static uint64_t peer_key(int dev, uint64_t peer)
+{
+	return (uint64_t)(dev + 1) << 48 | peer;
+}
+
+const struct efadv_p2p_attr *efap2p_peer_find(int dev, uint64_t peer)
+{
+	int i = slot_find(peer_keys, PEER_SLOTS - 1, peer_key(dev, peer));
+
+	return i < 0 ? NULL : &peers[i];
+}
+
+void efap2p_peer_add(int dev, uint64_t peer, const struct efadv_p2p_attr *attr)
+{
+	uint64_t key = peer_key(dev, peer);
+	int i;
+
+	pthread_mutex_lock(&insert_lock);
+	if (slot_find(peer_keys, PEER_SLOTS - 1, key) < 0 &&
+	    (i = slot_claim(peer_keys, PEER_SLOTS - 1, &peers_used, key)) >= 0) {
+		peers[i] = *attr;
+		atomic_store_explicit(&peer_keys[i], key, memory_order_release);
+	}
+	pthread_mutex_unlock(&insert_lock);
+}
+
+/* ---- dma-buf descriptors: direct-mapped, a sequence counter a slot ---- */
+
+struct fd_slot {
+	_Atomic uint32_t seq;	/* odd while written */
+	_Atomic uint32_t exp;	/* exporter index + 1; 0: empty */
+	_Atomic uint64_t dev, ino;
+};
+
+static struct fd_slot fds[FD_SLOTS];
+
+static struct fd_slot *fd_slot(dev_t st_dev, ino_t st_ino)
+{
+	return &fds[hash_u64((uint64_t)st_ino * 31 + (uint64_t)st_dev) & (FD_SLOTS - 1)];
+}
+
+/* The exporter index of the dma-buf (st_dev, st_ino), or -1. */
+int efap2p_fd_find(dev_t st_dev, ino_t st_ino)
+{
+	struct fd_slot *s = fd_slot(st_dev, st_ino);
+	uint32_t seq = atomic_load_explicit(&s->seq, memory_order_acquire), exp;
+	uint64_t dev, ino;
+
+	if (seq & 1)
+		return -1;
+	exp = atomic_load_explicit(&s->exp, memory_order_relaxed);
+	dev = atomic_load_explicit(&s->dev, memory_order_relaxed);
+	ino = atomic_load_explicit(&s->ino, memory_order_relaxed);
+	atomic_thread_fence(memory_order_acquire);
+	if (atomic_load_explicit(&s->seq, memory_order_relaxed) != seq)
+		return -1;
+	if (!exp || dev != (uint64_t)st_dev || ino != (uint64_t)st_ino)
+		return -1;
+	return (int)exp - 1;
+}
+
+void efap2p_fd_add(dev_t st_dev, ino_t st_ino, int exp)
+{
+	struct fd_slot *s = fd_slot(st_dev, st_ino);
+	uint32_t seq;
+
+	pthread_mutex_lock(&insert_lock);
+	seq = atomic_load_explicit(&s->seq, memory_order_relaxed);
+	atomic_store_explicit(&s->seq, seq + 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	atomic_store_explicit(&s->exp, (uint32_t)exp + 1, memory_order_relaxed);
+	atomic_store_explicit(&s->dev, (uint64_t)st_dev, memory_order_relaxed);
+	atomic_store_explicit(&s->ino, (uint64_t)st_ino, memory_order_relaxed);
+	atomic_store_explicit(&s->seq, seq + 2, memory_order_release);
+	pthread_mutex_unlock(&insert_lock);
+}
+
+/* ---- fork: the child gets a consistent copy ---- */
+
+void efap2p_cache_atfork_prepare(void)
+{
+	pthread_mutex_lock(&insert_lock);
+}
+
+void efap2p_cache_atfork_parent(void)
+{
+	pthread_mutex_unlock(&insert_lock);
+}
+
+void efap2p_cache_atfork_child(void)
+{
+	pthread_mutex_unlock(&insert_lock);
+}
