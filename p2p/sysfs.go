@@ -465,8 +465,19 @@ func (s *Sysfs) RDMADevice(ibdev string) (Addr, error) {
 	if ibdev == "" || strings.ContainsAny(ibdev, "/\x00") || ibdev == "." || ibdev == ".." {
 		return Addr{}, fmt.Errorf("RDMA device name %q", ibdev)
 	}
+	link := filepath.Join(s.root, "class/infiniband", ibdev, "device")
 	s.readlinks.Add(1)
-	t, err := filepath.EvalSymlinks(filepath.Join(s.root, "class/infiniband", ibdev, "device"))
+	t, err := os.Readlink(link)
+	if err == nil && !strings.HasSuffix(t, "..") {
+		// The kernel's link names the function last: "../../../0000:4f:00.0".
+		if a, ok := parseAddr(filepath.Base(t)); ok {
+			return a, nil
+		}
+	}
+	if err == nil {
+		// Any other shape: resolve it the slow way.
+		t, err = filepath.EvalSymlinks(link)
+	}
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			if _, err2 := os.Stat(filepath.Join(s.root, "class/infiniband", ibdev)); err2 != nil {
