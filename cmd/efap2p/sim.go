@@ -219,7 +219,7 @@ func simRun(args []string, stdout, stderr io.Writer) error {
 	if err := m.Write(dir, sim.WriteOptions{}); err != nil {
 		return fmt.Errorf("sim: writing machine %s: %w", m.Name, err)
 	}
-	code, err := runChild(command, simEnv(os.Environ(), dir, lib), stdout, stderr)
+	code, err := runChild(command, sim.EmulatorEnv(os.Environ(), dir, lib, nil), stdout, stderr)
 	if err != nil {
 		return err
 	}
@@ -272,31 +272,6 @@ func regularFile(p string) error {
 		return fmt.Errorf("%s is not a regular file", p)
 	}
 	return nil
-}
-
-// simEnv returns the child's environment: SYSFS_PATH set to the tree,
-// lib appended to LD_PRELOAD, and EFASIM_CONFIG removed so that the
-// library reads the tree's efasim.conf.
-func simEnv(environ []string, dir, lib string) []string {
-	out := make([]string, 0, len(environ)+2)
-	preload := ""
-	for _, kv := range environ {
-		name, value, _ := strings.Cut(kv, "=")
-		switch name {
-		case "SYSFS_PATH", "EFASIM_CONFIG":
-			continue
-		case "LD_PRELOAD":
-			preload = strings.TrimSpace(value)
-			continue
-		}
-		out = append(out, kv)
-	}
-	if preload != "" {
-		preload += ":" + lib
-	} else {
-		preload = lib
-	}
-	return append(out, "SYSFS_PATH="+dir, "LD_PRELOAD="+preload)
 }
 
 // runChild runs command and returns its exit status as a shell reports

@@ -123,7 +123,7 @@ func runIn(name, lib string, examples bool) (int, error) {
 		fmt.Printf("=== simtest: inside the emulated %s\n", name)
 	}
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = childEnv(os.Environ(), dir, lib, name)
+	cmd.Env = sim.EmulatorEnv(os.Environ(), dir, lib, []string{"EFAP2P_TOPOLOGY", modelEnv}, modelEnv+"="+name)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, os.Stdout, os.Stderr
 	err = cmd.Run()
 	var ee *exec.ExitError
@@ -156,31 +156,6 @@ func skipExamples(args []string) []string {
 		out = append(out, "-test.skip=^Example")
 	}
 	return out
-}
-
-// childEnv is the environment of a run inside the model: the tree, the
-// library appended to LD_PRELOAD, no user configuration of the emulator
-// or of efap2p's topology file.
-func childEnv(environ []string, dir, lib, name string) []string {
-	out := make([]string, 0, len(environ)+3)
-	preload := ""
-	for _, kv := range environ {
-		k, v, _ := strings.Cut(kv, "=")
-		switch k {
-		case "SYSFS_PATH", "EFASIM_CONFIG", "EFAP2P_TOPOLOGY", modelEnv:
-			continue
-		case "LD_PRELOAD":
-			preload = strings.TrimSpace(v)
-			continue
-		}
-		out = append(out, kv)
-	}
-	if preload != "" {
-		preload += ":" + lib
-	} else {
-		preload = lib
-	}
-	return append(out, "SYSFS_PATH="+dir, "LD_PRELOAD="+preload, modelEnv+"="+name)
 }
 
 // treeBase is where trees go: $TMPDIR when set, else /dev/shm when

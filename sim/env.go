@@ -1,0 +1,37 @@
+package sim
+
+import "strings"
+
+// EmulatorEnv returns environ as a process inside an emulated host needs
+// it: SYSFS_PATH set to the tree at dir, the emulator library lib appended
+// to LD_PRELOAD (after whatever the caller preloads), and any earlier
+// SYSFS_PATH, EFASIM_CONFIG or variable named in drop removed. extra
+// entries ("NAME=value") are appended.
+func EmulatorEnv(environ []string, dir, lib string, drop []string, extra ...string) []string {
+	out := make([]string, 0, len(environ)+2+len(extra))
+	preload := ""
+	for _, kv := range environ {
+		name, value, _ := strings.Cut(kv, "=")
+		switch {
+		case name == "SYSFS_PATH", name == "EFASIM_CONFIG":
+			continue
+		case name == "LD_PRELOAD":
+			preload = strings.TrimSpace(value)
+			continue
+		}
+		dropped := false
+		for _, d := range drop {
+			dropped = dropped || name == d
+		}
+		if !dropped {
+			out = append(out, kv)
+		}
+	}
+	if preload != "" {
+		preload += ":" + lib
+	} else {
+		preload = lib
+	}
+	out = append(out, "SYSFS_PATH="+dir, "LD_PRELOAD="+preload)
+	return append(out, extra...)
+}
