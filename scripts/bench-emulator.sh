@@ -19,15 +19,7 @@ iterations=2000
 runs=7
 spawns=300
 
-field() { # field NAME LINE
-	local kv
-	for kv in $2; do
-		if [ "${kv%%=*}" = "$1" ]; then
-			echo "${kv#*=}"
-			return
-		fi
-	done
-}
+. "$(dirname "$0")/lib.sh"
 
 ctx=$("$efap2p" sim --machine "$machine" -- "$bench" "$iterations" "$runs")
 start=$("$efap2p" sim --machine "$machine" -- "$bench" --startup "$spawns" /bin/true)

@@ -13,7 +13,7 @@ if [ ! -e "$build/libefasim.so" ]; then
 	exit 1
 fi
 lib=$(cd "$build" && pwd)/libefasim.so
-. scripts/tmpdir.sh
+. scripts/lib.sh
 tmp=$(efap2p_tmpdir)
 trap 'rm -rf "$tmp"' EXIT
 runs=${BENCH_COUNT:-5}

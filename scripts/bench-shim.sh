@@ -21,15 +21,7 @@ runs=${BENCH_SHIM_RUNS:-15}
 cold_runs=${BENCH_SHIM_COLD:-9}
 spawns=${BENCH_SHIM_SPAWNS:-300}
 
-field() { # field NAME LINE
-	local kv
-	for kv in $2; do
-		if [ "${kv%%=*}" = "$1" ]; then
-			echo "${kv#*=}"
-			return
-		fi
-	done
-}
+. "$(dirname "$0")/lib.sh"
 
 # Median of FIELD over lines on stdin.
 median() {

@@ -3,7 +3,7 @@
 set -euo pipefail
 build=${1:-build}
 cd "$(dirname "$0")/.."
-. scripts/tmpdir.sh
+. scripts/lib.sh
 export TMPDIR=$(efap2p_tmpdir)
 trap 'rm -rf "$TMPDIR"' EXIT
 count=${BENCH_COUNT:-5}

@@ -4,7 +4,7 @@
 # one GPU-NIC pair.
 set -euo pipefail
 build=${1:-build}
-. "$(dirname "$0")/tmpdir.sh"
+. "$(dirname "$0")/lib.sh"
 tree=$(efap2p_tmpdir)
 trap 'rm -rf "$tree"' EXIT
 "$build/efap2p" sim write --machine p5.48xlarge "$tree"
