@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # efap2p: one entry point for deps, build, test, run and bench.
 #   make deps     install the Debian packages and Go modules (needs root or sudo)
 #   make build    build/efap2p, build/libefasim.so, build/libefap2p.so ...

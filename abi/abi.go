@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: MIT
+
 // Package abi mirrors, in Go, the C ABI efap2p speaks: the parts of
 // rdma-core's structs it reads or fills (efadv_device_attr, ibv_device,
 // ibv_context, ibv_pd, ibv_mr), libefa's capability bits, and efap2p's own

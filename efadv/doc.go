@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: MIT
+
 // Package efadv is efap2p's Go API for Go callers: libefa's
 // efadv_query_device with the P2P_DMA capability, and the pairwise
 // question behind it — can this EFA NIC DMA straight into that

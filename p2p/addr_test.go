@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: MIT
+
 package p2p
 
 import (

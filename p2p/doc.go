@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: MIT
+
 // Package p2p is the p2pdma distance oracle: it answers, for a pair of PCI
 // functions (a provider that owns memory and a client that DMAs into it),
 // the decision Linux's drivers/pci/p2pdma.c would take, and explains it.

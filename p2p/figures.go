@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: MIT
+
 package p2p
 
 // LinkMBs returns a PCIe link's usable bandwidth in MB/s per direction:

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: MIT
+
 package p2p
 
 // How NCCL sees the PCI tree and names paths. NCCL (src/graph/xml.cc,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The EFA host emulator's benchmarks, printed as a Markdown section on
 # stdout (for BENCHMARKS.md; `make bench` can call it).
 #   scripts/bench-emulator.sh [BUILD_DIR]      default: build

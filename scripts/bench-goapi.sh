@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The Go API's benchmarks (package efadv over verbs), run inside the
 # emulated p5.48xlarge and printed as a Markdown section on stdout (for
 # BENCHMARKS.md; scripts/bench.sh runs it).

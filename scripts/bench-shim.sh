@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # libefap2p's benchmarks, printed as a Markdown section on stdout (make bench
 # runs every scripts/bench-*.sh).
 #   scripts/bench-shim.sh [BUILD_DIR]      default: build

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # make bench: run every benchmark and print BENCHMARKS.md on stdout.
 set -euo pipefail
 build=${1:-build}

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Turn `go test -bench -count N` output into a Markdown table of medians."""
 import re
 import statistics

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # make fuzz: run every Go fuzz target for FUZZTIME (default 30s) each.
 # With a FUZZTIME of a few seconds the Go fuzzer can stop with "context
 # deadline exceeded" while it is still minimizing a new input: not a finding.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Sourced by the scripts.
 
 # efap2p_tmpdir makes a temporary directory on tmpfs when there is one

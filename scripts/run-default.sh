@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # make run: the main job on the embedded default machine (an emulated
 # p5.48xlarge): write its sysfs tree, show the GPU/NIC matrix and explain
 # one GPU-NIC pair.

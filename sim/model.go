@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: MIT
+
 // Package sim is the EFA host emulator's Go half: machine models (real
 // instance layouts and edge cases, each with verdicts worked out by hand
 // from the kernel's rules), and a writer that turns a model into a sysfs

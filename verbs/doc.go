@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: MIT
+
 // Package verbs gives Go programs the parts of libibverbs that efap2p
 // needs: the device list, contexts, protection domains, dma-buf and
 // ordinary memory registration, and each device's PCI function.

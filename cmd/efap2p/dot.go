@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: MIT
+
 package main
 
 // efap2p topo --dot: the machine's PCI paths between accelerators and NICs

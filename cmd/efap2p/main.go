@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: MIT
+
 // Command efap2p answers whether a NIC can DMA into an accelerator's
 // memory, pair by pair, the way the kernel's p2pdma code decides, and runs
 // programs inside an emulated EFA host.

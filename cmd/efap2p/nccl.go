@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: MIT
+
 package main
 
 // The NCCL topology XML (efap2p export --format nccl).

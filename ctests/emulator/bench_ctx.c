@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * Benchmark (not a test): how many times per second a process can open a
  * context on an emulated EFA device, query it with efadv_query_device and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * A minimal test harness for the emulator's C tests: a failed check prints
  * its location and the program goes on; the exit status is the number of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * rdma-core's EfaQueryDeviceTest idea in plain C: every EFA device of the
  * emulated host answers efadv_query_device with exactly the attributes the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """ibv_devices and ibv_devinfo, unmodified, inside `efap2p sim` (p5.48xlarge).
 
 Usage: test_ibv_tools.py PATH/TO/efap2p

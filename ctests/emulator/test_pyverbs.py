@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """pyverbs (Debian's, under /usr/bin/python3) inside `efap2p sim`.
 
 Usage: efap2p sim ... -- /usr/bin/python3 test_pyverbs.py MODEL

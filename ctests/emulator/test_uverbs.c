@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * Drives every command the emulator answers, and their error paths, through
  * the unmodified libibverbs/libefa and through the raw uverbs protocol.

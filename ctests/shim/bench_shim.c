@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * libefap2p's benchmark harness (scripts/bench-shim.sh runs it; ctest does
  * not). Each mode prints key=value pairs on one line; times are medians.

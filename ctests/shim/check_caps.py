@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The same unmodified binary (p2p_caps), run plainly and with libefap2p
 preloaded inside `efap2p sim`: every line identical except the P2P_DMA bit,
 set on every EFA device or on none as the model says.

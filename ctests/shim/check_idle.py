@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A Python process with libefap2p preloaded that never calls it has as many
 threads as without it, and no Go core mapped (inside `efap2p sim`).
 

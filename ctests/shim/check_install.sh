@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # make install into a scratch DESTDIR, then use the installed layout: the
 # installed library finds its Go core in $libdir/efap2p/, the installed
 # 'efap2p sim' finds the emulator's library there too, and the installed

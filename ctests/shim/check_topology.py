@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """ibv_reg_dmabuf_mr with a topology file that records the peer-blocked
 NIC of ctests/emulator/refused.json: its pairs fail fast from the first
 call (test_dmabuf topology). Then a malformed topology file: reported once,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * An unmodified rdma-core program: built against the plain rdma-core
  * headers, linked only with libibverbs and libefa. For each EFA device it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * What the libefap2p test programs share: devices by name, the emulator's
  * dma-buf API found at run time, and the real rdma-core functions reached

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * The C ABI of libefap2p, inside the emulated p5.48xlarge:
  * - efadv_query_device answers exactly what libefa answers (return value,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The public header from C++: it compiles, its layout is the C one, and a
 // C++ program calls the library through it (run in the emulated
 // p5.48xlarge, linked with `pkg-config --libs efap2p`).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * ibv_reg_dmabuf_mr through libefap2p, on fake dma-bufs of the emulated
  * host ctests/emulator/refused.json (verdicts worked out by hand there):

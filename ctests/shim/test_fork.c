@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * fork() without exec under libefap2p, in the emulated p5.48xlarge: a child
  * never enters Go when its parent started the Go core; it answers from

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * A program linked with `pkg-config --libs efap2p` (not preloaded), inside
  * the emulated p5.48xlarge: its efadv_query_device is libefap2p's (the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Python multiprocessing with the "fork" start method, libefap2p preloaded,
 inside `efap2p sim` (p5.48xlarge): the parent's query starts the Go core;
 forked workers never enter Go. They answer from what the parent cached

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """pyverbs with libefap2p preloaded, inside `efap2p sim`: device_caps of
 EfaContext(name=...).query_efa_device() has bit 31 (P2P_DMA) exactly on the
 NICs the model lets reach an accelerator with true P2P.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * libefap2p's Go core and the host's signals, in the emulated p5.48xlarge:
  * - the threads the Go runtime starts block the asynchronous signals a

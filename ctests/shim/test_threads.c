@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * Threads and libefap2p, in the emulated p5.48xlarge.
  *

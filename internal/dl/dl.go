@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: MIT
+
 // Package dl loads C libraries at run time with purego and calls their
 // functions without cgo: a library opened once per process, symbols looked
 // up once, errno read back through libc's __errno_location, and helpers to

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: MIT
+
 // Package simtest runs a package's tests inside the EFA host emulator.
 //
 // A test binary's TestMain calls Main. Outside the emulator, Main writes

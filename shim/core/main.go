@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: MIT
+
 // Command libefap2p-core is the Go core of libefap2p.so, built with
 // -buildmode=c-shared. The C front (shim/front) owns every exported
 // rdma-core symbol and dlopen()s this library only when a call first needs

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * The emulated machine: efasim.conf, written by `efap2p sim write` next to
  * the fake sysfs tree (format in sim/writer.go, EmulatorConfig).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * Fake dma-buf exporters. A test makes a dma-buf "exported" by a PCI
  * function of the model; what libc shows of it mirrors a real one:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * libefasim: the public API of the EFA host emulator's preload library.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * The file descriptors the emulator owns: emulated uverbs files and fake
  * dma-bufs. Each is a real descriptor (a memfd) so that the kernel keeps

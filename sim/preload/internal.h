@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * libefasim internals: the emulated machine (config.c), the table of file
  * descriptors the emulator owns (fdtable.c), the emulated uverbs kernel

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * The libc entry points libefasim interposes (LD_PRELOAD). Each one checks,
  * as cheaply as it can, whether the call concerns the emulator (an emulated

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * Helpers: tracing, and copies between the emulated kernel and user memory
  * that fail with EFAULT instead of crashing, as copy_from_user does.

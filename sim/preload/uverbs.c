@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * The emulated kernel behind /dev/infiniband/uverbsN: the ib_uverbs write()
  * protocol and the efa driver's answers, for the commands libibverbs and

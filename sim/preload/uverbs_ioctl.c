@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * The emulated RDMA_VERBS_IOCTL: header checks as ib_uverbs_ioctl does, then
  * one emulated method, REG_DMABUF_MR (object MR, method 4), which has no

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: MIT
+
 // Command gohost is a Go program (with cgo) into which libefap2p.so is
 // preloaded: a process can hold only one Go runtime, so the library must
 // not load its Go core here. It asks efadv_p2p_query_peer once (with a
