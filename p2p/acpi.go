@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -32,18 +31,18 @@ type ACPITable interface {
 func (s *Sysfs) ACPIPeers(a Addr) (map[Addr]ACPIFigures, bool, error) {
 	dir := filepath.Join(s.root, "firmware/acpi/p2p", a.String())
 	s.readdirs.Add(1)
-	ents, err := os.ReadDir(dir)
+	names, err := readDirNames(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("acpi p2p table: %w", err)
 	}
-	peers := make(map[Addr]ACPIFigures, len(ents))
-	for _, e := range ents {
-		lat, _ := s.readAttr(filepath.Join(dir, e.Name(), "latency_ns"))
-		bw, _ := s.readAttr(filepath.Join(dir, e.Name(), "bandwidth_mbs"))
-		peer, fig, err := ParseACPIEntry(e.Name(), lat, bw)
+	peers := make(map[Addr]ACPIFigures, len(names))
+	for _, name := range names {
+		lat, _ := s.readAttr(filepath.Join(dir, name, "latency_ns"))
+		bw, _ := s.readAttr(filepath.Join(dir, name, "bandwidth_mbs"))
+		peer, fig, err := ParseACPIEntry(name, lat, bw)
 		if err != nil {
 			return peers, true, fmt.Errorf("acpi p2p table %s: %w", dir, err)
 		}

@@ -63,7 +63,7 @@ func (s *Sysfs) DriverFunctions(driver string) ([]Addr, error) {
 		return nil, fmt.Errorf("driver name %q", driver)
 	}
 	s.readdirs.Add(1)
-	ents, err := os.ReadDir(filepath.Join(s.root, "bus/pci/drivers", driver))
+	names, err := readDirNames(filepath.Join(s.root, "bus/pci/drivers", driver))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -71,8 +71,8 @@ func (s *Sysfs) DriverFunctions(driver string) ([]Addr, error) {
 		return nil, err
 	}
 	var out []Addr
-	for _, e := range ents {
-		if a, ok := parseAddr(e.Name()); ok {
+	for _, name := range names {
+		if a, ok := parseAddr(name); ok {
 			out = append(out, a)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -244,12 +245,12 @@ func (s *Sysfs) ACS(a Addr) (ACS, error) {
 func (s *Sysfs) HostBridge(r RootBus) (HostBridge, error) {
 	hb := HostBridge{Root: r, PortType: -1}
 	s.readdirs.Add(1)
-	ents, err := os.ReadDir(filepath.Join(s.root, "devices", r.String()))
+	names, err := readDirNames(filepath.Join(s.root, "devices", r.String()))
 	if err != nil {
 		return hb, fmt.Errorf("host bridge %s: %w", r, err)
 	}
-	for _, e := range ents {
-		a, ok := parseAddr(e.Name())
+	for _, name := range names {
+		a, ok := parseAddr(name)
 		if !ok || a.Domain != r.Domain || a.Bus != r.Bus {
 			continue
 		}
@@ -293,17 +294,28 @@ func (s *Sysfs) CPU() (CPU, error) {
 // Functions implements Source.
 func (s *Sysfs) Functions() ([]Addr, error) {
 	s.readdirs.Add(1)
-	ents, err := os.ReadDir(filepath.Join(s.root, "bus/pci/devices"))
+	names, err := readDirNames(filepath.Join(s.root, "bus/pci/devices"))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoSysfs, err)
 	}
-	out := make([]Addr, 0, len(ents))
-	for _, e := range ents {
-		if a, ok := parseAddr(e.Name()); ok {
+	out := make([]Addr, 0, len(names))
+	for _, name := range names {
+		if a, ok := parseAddr(name); ok {
 			out = append(out, a)
 		}
 	}
 	return out, nil
+}
+
+// Drivers lists the PCI drivers of the machine (bus/pci/drivers), sorted.
+func (s *Sysfs) Drivers() ([]string, error) {
+	s.readdirs.Add(1)
+	names, err := readDirNames(filepath.Join(s.root, "bus/pci/drivers"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	return names, nil
 }
 
 // DriverVersion implements DriverInfo from module/<name>/version.
@@ -323,7 +335,7 @@ func (s *Sysfs) NVIDIATopoCheckOverride() int {
 	if s.root != DefaultSysfsRoot {
 		return 0
 	}
-	data, err := os.ReadFile("/proc/driver/nvidia/params")
+	data, err := readFileLimited("/proc/driver/nvidia/params", 64<<10)
 	if err != nil {
 		return 0
 	}
@@ -383,13 +395,16 @@ func ParseCPUModalias(s string) (CPU, error) {
 // readAttr reads a small attribute file and trims the trailing newline.
 func (s *Sysfs) readAttr(path string) (string, error) {
 	s.attrReads.Add(1)
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	fd, _, err := openRegular(path, false)
 	if err != nil {
-		return "", &fs.PathError{Op: "open", Path: path, Err: err}
+		return "", err
 	}
 	defer syscall.Close(fd)
 	var buf [128]byte
 	n, err := syscall.Read(fd, buf[:])
+	for err == syscall.EINTR {
+		n, err = syscall.Read(fd, buf[:])
+	}
 	if err != nil {
 		return "", &fs.PathError{Op: "read", Path: path, Err: err}
 	}
@@ -412,17 +427,16 @@ func (s *Sysfs) readHex(path string) (uint32, error) {
 type sysfsConfig struct {
 	s    *Sysfs
 	fd   int
-	size int64 // from fstat, on the first short read
+	size int64 // from fstat at open
 }
 
 func (s *Sysfs) openConfig(a Addr) (*sysfsConfig, error) {
-	path := s.devPath(a, "config")
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	fd, size, err := openRegular(s.devPath(a, "config"), false)
 	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		return nil, err
 	}
 	s.configOpens.Add(1)
-	return &sysfsConfig{s: s, fd: fd, size: -1}, nil
+	return &sysfsConfig{s: s, fd: fd, size: size}, nil
 }
 
 func (c *sysfsConfig) close() { syscall.Close(c.fd) }
@@ -433,6 +447,9 @@ func (c *sysfsConfig) close() { syscall.Close(c.fd) }
 func (c *sysfsConfig) ReadDword(off int) (uint32, bool, error) {
 	var b [4]byte
 	n, err := syscall.Pread(c.fd, b[:], int64(off))
+	for err == syscall.EINTR {
+		n, err = syscall.Pread(c.fd, b[:], int64(off))
+	}
 	if err != nil {
 		if err == syscall.EPERM || err == syscall.EACCES || err == syscall.EIO {
 			return 0, false, nil
@@ -442,14 +459,6 @@ func (c *sysfsConfig) ReadDword(off int) (uint32, bool, error) {
 	if n == 4 {
 		c.s.configDwords.Add(1)
 		return binary.LittleEndian.Uint32(b[:]), true, nil
-	}
-	if c.size < 0 {
-		var st syscall.Stat_t
-		if syscall.Fstat(c.fd, &st) == nil {
-			c.size = st.Size
-		} else {
-			c.size = 0
-		}
 	}
 	if c.size == cfgSpaceSize && off >= cfgSpaceSize {
 		return 0, true, nil

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 )
@@ -69,13 +68,17 @@ type TopoPair struct {
 	Reason       string    `json:"reason,omitempty"`
 }
 
+// MaxTopologyFileSize bounds what a reader reads of a topology file; the
+// file of a 4096-function machine stays well below it.
+const MaxTopologyFileSize = 64 << 20
+
 // ErrTopologyFile is wrapped by every error about a topology file.
 var ErrTopologyFile = errors.New("bad topology file")
 
 // ReadTopologyFile reads and validates a topology file. Errors name the
 // file and line.
 func ReadTopologyFile(name string) (*TopologyFile, error) {
-	data, err := os.ReadFile(name)
+	data, err := readFileLimited(name, MaxTopologyFileSize)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrTopologyFile, err)
 	}

@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -189,17 +187,17 @@ func (e *engine) refusable(ibdev string) (bool, syscall.Errno) {
 	if errno != 0 {
 		return false, errno
 	}
-	ents, err := os.ReadDir(filepath.Join(e.sysfs.Root(), "bus/pci/drivers"))
+	drivers, err := e.sysfs.Drivers()
 	if err != nil {
 		return true, 0 // cannot tell: identify every buffer
 	}
-	for _, d := range ents {
+	for _, d := range drivers {
 		// the PCIe port services driver binds bridges, which export no
 		// dma-bufs
-		if d.Name() == "pcieport" {
+		if d == "pcieport" {
 			continue
 		}
-		if dec, err := e.oracle.Dmabuf(nic, d.Name()); err == nil && dec.Refuse {
+		if dec, err := e.oracle.Dmabuf(nic, d); err == nil && dec.Refuse {
 			return true, 0
 		}
 	}

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: MIT
+
+package p2p
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// The oracle runs inside other people's processes, so nothing it reads may
+// block or grow without bound: a FIFO put where an attribute, a config file
+// or a topology file belongs would block open() or read() for ever, and
+// /dev/zero or a huge file would read until memory runs out. Every file is
+// opened with O_NONBLOCK, must be a regular file (directories: a
+// directory), and is read up to a limit.
+
+// errNotRegular is wrapped when a path the oracle reads is a FIFO, a
+// device, a socket or a directory where a file belongs.
+var errNotRegular = errors.New("not a regular file")
+
+// errTooLarge is wrapped when a file is larger than its reader allows.
+var errTooLarge = errors.New("file too large")
+
+// openRegular opens path for reading without blocking and checks that it is
+// a regular file (a directory when dir is set). The caller closes fd.
+func openRegular(path string, dir bool) (fd int, size int64, err error) {
+	flags := syscall.O_RDONLY | syscall.O_CLOEXEC | syscall.O_NONBLOCK | syscall.O_NOCTTY
+	if dir {
+		flags |= syscall.O_DIRECTORY
+	}
+	for {
+		fd, err = syscall.Open(path, flags, 0)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return -1, 0, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		syscall.Close(fd)
+		return -1, 0, &fs.PathError{Op: "stat", Path: path, Err: err}
+	}
+	mode := st.Mode & syscall.S_IFMT
+	if (dir && mode != syscall.S_IFDIR) || (!dir && mode != syscall.S_IFREG) {
+		syscall.Close(fd)
+		return -1, 0, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w (%s)", errNotRegular, fileKind(mode))}
+	}
+	return fd, st.Size, nil
+}
+
+func fileKind(mode uint32) string {
+	switch mode {
+	case syscall.S_IFIFO:
+		return "a FIFO"
+	case syscall.S_IFCHR:
+		return "a character device"
+	case syscall.S_IFBLK:
+		return "a block device"
+	case syscall.S_IFSOCK:
+		return "a socket"
+	case syscall.S_IFDIR:
+		return "a directory"
+	case syscall.S_IFREG:
+		return "a regular file"
+	}
+	return "of an unknown kind"
+}
+
+// readFileLimited reads the regular file at path, failing with errTooLarge
+// when it holds more than limit bytes (sysfs attributes report a size of
+// 4096 whatever they hold, so the limit is checked on what is read, and on
+// the reported size only for ordinary files above it).
+func readFileLimited(path string, limit int) ([]byte, error) {
+	fd, size, err := openRegular(path, false)
+	if err != nil {
+		return nil, err
+	}
+	defer syscall.Close(fd)
+	if size > int64(limit) && size > 4096 {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: %d bytes, at most %d read", errTooLarge, size, limit)}
+	}
+	buf := make([]byte, 0, min(max(size, 512), int64(limit)+1))
+	for {
+		if len(buf) == cap(buf) {
+			if len(buf) > limit {
+				return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: more than %d bytes", errTooLarge, limit)}
+			}
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := syscall.Read(fd, buf[len(buf):cap(buf)])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+		}
+		if n <= 0 {
+			break
+		}
+		buf = buf[:len(buf)+n]
+	}
+	if len(buf) > limit {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: more than %d bytes", errTooLarge, limit)}
+	}
+	return buf, nil
+}
+
+// readDirNames lists the directory at path (unsorted), refusing anything
+// that is not a directory without blocking on it.
+func readDirNames(path string) ([]string, error) {
+	fd, _, err := openRegular(path, true)
+	if err != nil {
+		return nil, err
+	}
+	// a blocking descriptor keeps os.File away from the runtime's poller
+	if err := syscall.SetNonblock(fd, false); err != nil {
+		syscall.Close(fd)
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	return f.Readdirnames(-1)
+}
