@@ -5,6 +5,7 @@ package p2p
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -17,7 +18,9 @@ type Oracle struct {
 	topo *Topology
 	opts Options
 	file *topoIndex // the topology file, when one was read
-	// fileErr is why the topology file was not used.
+	// fileWhy says why the file was trusted; fileErr is why a topology
+	// file was not used (the first one refused).
+	fileWhy string
 	fileErr error
 
 	warnMu sync.Mutex
@@ -49,8 +52,15 @@ func pairKey(p, c Addr) (uint64, bool) {
 type Options struct {
 	// TopologyFile is a file written by `efap2p export`; its verdicts take
 	// precedence over the ACPI table and the computed ones. A file that
-	// cannot be used is reported once through Warnf and ignored.
+	// cannot be used (malformed, writable by others than root and this
+	// user, or describing another machine, kernel or boot) is reported once
+	// through Warnf and ignored.
 	TopologyFile string
+	// TopologyFiles, when TopologyFile is "", are the places to look for
+	// one, in order (TopologyFileCandidates: the default places): the first
+	// usable one is read; a missing one is skipped silently, any other
+	// that cannot be used is reported.
+	TopologyFiles []string
 	// Warnf reports problems the oracle works around (each one once).
 	Warnf func(format string, args ...any)
 }
@@ -62,20 +72,40 @@ func NewOracle(topo *Topology) *Oracle { return NewOracleWith(topo, Options{}) }
 func NewOracleWith(topo *Topology, opts Options) *Oracle {
 	o := &Oracle{topo: topo, opts: opts, dirty: map[uint64]*Verdict{}, wide: map[pair]*Verdict{}, warned: map[string]bool{}}
 	o.read.Store(&map[uint64]*Verdict{})
+	names, explicit := opts.TopologyFiles, false
 	if opts.TopologyFile != "" {
-		tf, err := ReadTopologyFile(opts.TopologyFile)
+		names, explicit = []string{opts.TopologyFile}, true
+	}
+	for _, name := range names {
+		tf, why, err := loadTopologyFile(name, topo)
 		if err != nil {
-			o.fileErr = err
-			o.warn("%v; using the ACPI table and computed verdicts instead", err)
-		} else {
-			o.file = newTopoIndex(tf, opts.TopologyFile)
-			topo.addAccelerators(o.file.accels)
+			if !explicit && errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if o.fileErr == nil {
+				o.fileErr = err
+			}
+			o.warn("%v; using the other sources instead", err)
+			continue
 		}
+		o.file, o.fileWhy = newTopoIndex(tf, name), why
+		topo.addAccelerators(o.file.accels)
+		break
 	}
 	return o
 }
 
-// TopologyFileError returns why Options.TopologyFile is not in use, or nil.
+// TopologyFileInUse returns the topology file the oracle reads, and why it
+// was trusted; "" when it reads none.
+func (o *Oracle) TopologyFileInUse() (name, why string) {
+	if o.file == nil {
+		return "", ""
+	}
+	return o.file.name, o.fileWhy
+}
+
+// TopologyFileError returns why a topology file named by the options is not
+// in use (the first refused), or nil.
 func (o *Oracle) TopologyFileError() error { return o.fileErr }
 
 // warn reports a problem once.
@@ -225,7 +255,7 @@ func (o *Oracle) build(provider, client Addr) (*Verdict, error) {
 		v.Outcome, v.Source = OutcomeRefused, SourceTopologyFile
 		v.addReason(blockedReason(o.file.name, n))
 	} else if cl, err := c.Class(); err == nil && cl>>16 == 0x02 && v.Outcome == OutcomeP2P && !decided {
-		v.addReason("Whether the NIC's firmware allows peer access cannot be seen in sysfs; where it does not, record it in a topology file (efap2p export --peer-blocked NIC) and point EFAP2P_TOPOLOGY at it.")
+		v.addReason("Whether the NIC's firmware allows peer access cannot be seen in sysfs; where it does not, record it in the operator's topology file (efap2p export --peer-blocked NIC -o /etc/efap2p/topology.json).")
 	}
 	return v, nil
 }

@@ -27,6 +27,12 @@ var errTooLarge = errors.New("file too large")
 // openRegular opens path for reading without blocking and checks that it is
 // a regular file (a directory when dir is set). The caller closes fd.
 func openRegular(path string, dir bool) (fd int, size int64, err error) {
+	fd, st, err := openStat(path, dir)
+	return fd, st.Size, err
+}
+
+// openStat is openRegular, returning the file's status.
+func openStat(path string, dir bool) (fd int, st syscall.Stat_t, err error) {
 	flags := syscall.O_RDONLY | syscall.O_CLOEXEC | syscall.O_NONBLOCK | syscall.O_NOCTTY
 	if dir {
 		flags |= syscall.O_DIRECTORY
@@ -38,19 +44,18 @@ func openRegular(path string, dir bool) (fd int, size int64, err error) {
 		}
 	}
 	if err != nil {
-		return -1, 0, &fs.PathError{Op: "open", Path: path, Err: err}
+		return -1, st, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	var st syscall.Stat_t
 	if err := syscall.Fstat(fd, &st); err != nil {
 		syscall.Close(fd)
-		return -1, 0, &fs.PathError{Op: "stat", Path: path, Err: err}
+		return -1, st, &fs.PathError{Op: "stat", Path: path, Err: err}
 	}
 	mode := st.Mode & syscall.S_IFMT
 	if (dir && mode != syscall.S_IFDIR) || (!dir && mode != syscall.S_IFREG) {
 		syscall.Close(fd)
-		return -1, 0, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w (%s)", errNotRegular, fileKind(mode))}
+		return -1, st, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w (%s)", errNotRegular, fileKind(mode))}
 	}
-	return fd, st.Size, nil
+	return fd, st, nil
 }
 
 func fileKind(mode uint32) string {
@@ -76,11 +81,22 @@ func fileKind(mode uint32) string {
 // 4096 whatever they hold, so the limit is checked on what is read, and on
 // the reported size only for ordinary files above it).
 func readFileLimited(path string, limit int) ([]byte, error) {
-	fd, size, err := openRegular(path, false)
+	data, _, err := readFileStat(path, limit)
+	return data, err
+}
+
+// readFileStat is readFileLimited, returning the status of the file read.
+func readFileStat(path string, limit int) ([]byte, syscall.Stat_t, error) {
+	fd, st, err := openStat(path, false)
 	if err != nil {
-		return nil, err
+		return nil, st, err
 	}
 	defer syscall.Close(fd)
+	data, err := readAll(fd, path, st.Size, limit)
+	return data, st, err
+}
+
+func readAll(fd int, path string, size int64, limit int) ([]byte, error) {
 	if size > int64(limit) && size > 4096 {
 		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: %d bytes, at most %d read", errTooLarge, size, limit)}
 	}

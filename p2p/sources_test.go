@@ -88,7 +88,7 @@ func TestBlockedNIC(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "topo.json")
 	tf := p2p.NewTopologyFile("test")
 	tf.NICs = append(tf.NICs, p2p.TopoNIC{Addr: p5NIC, PeerAccessBlocked: true})
-	writeTopology(t, file, tf)
+	writeTopology(t, dir, file, tf)
 	src, _ := p2p.OpenSysfs(dir)
 	o = p2p.NewOracleWith(p2p.NewTopology(src), p2p.Options{TopologyFile: file})
 	v, _ = o.Verdict(p5GPU, p5NIC)
@@ -115,8 +115,17 @@ func TestBlockedNIC(t *testing.T) {
 	}
 }
 
-func writeTopology(t *testing.T, file string, tf *p2p.TopologyFile) {
+// writeTopology writes tf to file as export does: stamped with the
+// machine of the sysfs tree at dir.
+func writeTopology(t *testing.T, dir, file string, tf *p2p.TopologyFile) {
 	t.Helper()
+	src, err := p2p.OpenSysfs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tf.RecordMachine(p2p.NewTopology(src), false); err != nil {
+		t.Fatal(err)
+	}
 	data, err := tf.Marshal()
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +172,7 @@ func TestPrecedence(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "topo.json")
 	tf := p2p.NewTopologyFile("test")
 	tf.Pairs = append(tf.Pairs, p2p.TopoPair{Provider: p5GPU, Client: p5NIC, MapType: p2p.MapBusAddr, Distance: 4, Path: p2p.PathPIX, Outcome: p2p.OutcomeP2P, BandwidthMBs: 1, LatencyNs: 2})
-	writeTopology(t, file, tf)
+	writeTopology(t, dir, file, tf)
 	src, _ := p2p.OpenSysfs(dir)
 	o := p2p.NewOracleWith(p2p.NewTopology(src), p2p.Options{TopologyFile: file})
 	if v, _ := o.Verdict(p5GPU, p5NIC); v.Source != p2p.SourceTopologyFile || v.Outcome != p2p.OutcomeP2P || v.BandwidthMBs() != 1 {

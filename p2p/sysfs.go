@@ -21,9 +21,9 @@ const DefaultSysfsRoot = "/sys"
 
 // SysfsRoot returns the sysfs root the way libibverbs picks it: $SYSFS_PATH
 // when set (trailing slashes dropped), else /sys. The variable is ignored
-// in a setuid or setgid process.
+// in a secure-execution process (setuid, setgid, file capabilities).
 func SysfsRoot() string {
-	if os.Getuid() != os.Geteuid() || os.Getgid() != os.Getegid() {
+	if SecureExec() {
 		return DefaultSysfsRoot
 	}
 	if p := strings.TrimRight(os.Getenv("SYSFS_PATH"), "/"); p != "" {

@@ -10,7 +10,8 @@ import (
 
 const goodTopology = `{
   "format": "efap2p-topology",
-  "version": 1,
+  "version": 2,
+  "machine": {"kernel": "6.8.0", "functions": [{"addr": "0000:53:00.0", "id": "10de:2330"}]},
   "nics": [{"addr": "0000:4f:00.0", "peer_access_blocked": true}],
   "accelerators": [],
   "pairs": [
@@ -31,16 +32,18 @@ func TestParseTopologyFile(t *testing.T) {
 	tests := []struct {
 		name, data, want string
 	}{
-		{"syntax", strings.Replace(goodTopology, `"version": 1,`, `"version": 1`, 1), "t.json:4:"},
-		{"unknown field", strings.Replace(goodTopology, `"version": 1,`, `"version": 1, "colour": 2,`, 1), "t.json:3:"},
-		{"version", strings.Replace(goodTopology, `"version": 1`, `"version": 7`, 1), "t.json:1: version 7 is not supported"},
+		{"syntax", strings.Replace(goodTopology, `"version": 2,`, `"version": 2`, 1), "t.json:4:"},
+		{"unknown field", strings.Replace(goodTopology, `"version": 2,`, `"version": 2, "colour": 2,`, 1), "t.json:3:"},
+		{"version", strings.Replace(goodTopology, `"version": 2`, `"version": 7`, 1), "t.json:1: version 7 is not supported"},
+		{"version 1", strings.Replace(goodTopology, `"version": 2`, `"version": 1`, 1), "write a new one with `efap2p export`"},
+		{"bad id", strings.Replace(goodTopology, `10de:2330`, `nvidia`, 1), "t.json:4: machine.functions[0]: id \"nvidia\""},
 		{"format", strings.Replace(goodTopology, `efap2p-topology`, `nccl`, 1), `format "nccl"`},
-		{"bad address", strings.Replace(goodTopology, `"0000:50:00.0"`, `"0000:50:00"`, 1), "t.json:8:"},
+		{"bad address", strings.Replace(goodTopology, `"0000:50:00.0"`, `"0000:50:00"`, 1), "t.json:9:"},
 		{"bad map type", strings.Replace(goodTopology, `"PIX", "outcome": "p2p"}
   ]`, `"PIX", "outcome": "p2p", "map_type": "MAYBE"}
   ]`, 1), "MAYBE"},
-		{"missing outcome", strings.Replace(goodTopology, `"path": "PIX", "outcome": "p2p"},`, `"path": "PIX"},`, 1), "t.json:7: pairs[0]: outcome is missing"},
-		{"duplicate", strings.Replace(goodTopology, `"0000:50:00.0"`, `"0000:4f:00.0"`, 1), "t.json:8: pairs[1]: 0000:53:00.0 -> 0000:4f:00.0 listed twice"},
+		{"missing outcome", strings.Replace(goodTopology, `"path": "PIX", "outcome": "p2p"},`, `"path": "PIX"},`, 1), "t.json:8: pairs[0]: outcome is missing"},
+		{"duplicate", strings.Replace(goodTopology, `"0000:50:00.0"`, `"0000:4f:00.0"`, 1), "t.json:9: pairs[1]: 0000:53:00.0 -> 0000:4f:00.0 listed twice"},
 		{"trailing", goodTopology + "{}", "data after"},
 		{"empty", "", "t.json:1:"},
 	}
@@ -54,7 +57,7 @@ func TestParseTopologyFile(t *testing.T) {
 
 func FuzzParseTopologyFile(f *testing.F) {
 	f.Add([]byte(goodTopology))
-	f.Add([]byte(`{"format":"efap2p-topology","version":1,"pairs":[{}]}`))
+	f.Add([]byte(`{"format":"efap2p-topology","version":2,"machine":{"functions":[{"addr":"0000:00:00.0","id":"8086:0000"}]},"pairs":[{}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tf, err := ParseTopologyFile(data, "fuzz")
 		if err != nil {

@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: MIT
+
+package p2p
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// The default places of the machine's topology file. Every process reads
+// them without configuration: BootTopologyFile, written at every boot by
+// efap2p-topology.service (`efap2p export --boot`), then
+// OperatorTopologyFile, an operator's own. The boot-time file wins: it is
+// computed for this boot, as root, from the operator's file's facts (its
+// blocked NICs and extra accelerators) and this boot's sysfs, so it holds
+// everything the operator's file does and is never staler; the operator's
+// file answers where the unit is not enabled, or its file does not
+// describe this boot. See docs/topology-file.md.
+const (
+	BootTopologyFile     = "/run/efap2p/topology.json"
+	OperatorTopologyFile = "/etc/efap2p/topology.json"
+)
+
+// TopologyFileCandidates returns the topology files a process of this
+// machine should read, in order: $EFAP2P_TOPOLOGY alone when it is set, else
+// BootTopologyFile and OperatorTopologyFile. $EFAP2P_TOPOLOGY_ROOT, for
+// tests and emulated hosts, is prepended to the default places. Neither
+// variable is honoured in a secure-execution process (setuid, setgid, file
+// capabilities: AT_SECURE), which reads only the default places.
+func TopologyFileCandidates() []string {
+	if !SecureExec() {
+		if f := os.Getenv("EFAP2P_TOPOLOGY"); f != "" {
+			return []string{f}
+		}
+		if root := strings.TrimRight(os.Getenv("EFAP2P_TOPOLOGY_ROOT"), "/"); root != "" {
+			return []string{root + BootTopologyFile, root + OperatorTopologyFile}
+		}
+	}
+	return []string{BootTopologyFile, OperatorTopologyFile}
+}
+
+var secureExec = sync.OnceValue(func() bool {
+	if os.Getuid() != os.Geteuid() || os.Getgid() != os.Getegid() {
+		return true
+	}
+	auxv, err := unix.Auxv()
+	if err != nil {
+		return false
+	}
+	for _, kv := range auxv {
+		if kv[0] == atSecure {
+			return kv[1] != 0
+		}
+	}
+	return false
+})
+
+const atSecure = 23 // AT_SECURE in the ELF auxiliary vector
+
+// SecureExec reports whether the process runs in secure-execution mode
+// (AT_SECURE: setuid or setgid, or granted file capabilities), where
+// environment variables that redirect what it reads are ignored, as glibc's
+// secure_getenv and libibverbs do.
+func SecureExec() bool { return secureExec() }
+
+// What a topology file is checked against; tests replace them.
+var (
+	runningKernel = func() string {
+		var u unix.Utsname
+		if unix.Uname(&u) != nil {
+			return ""
+		}
+		return unix.ByteSliceToString(u.Release[:])
+	}
+	currentBootID = func() string {
+		b, err := readFileLimited("/proc/sys/kernel/random/boot_id", 64)
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(string(b))
+	}
+)
+
+// ErrUntrusted is wrapped when a topology file could have been written by
+// someone other than root or the reading user.
+var ErrUntrusted = errors.New("not trusted")
+
+// ErrOtherMachine is wrapped when a topology file describes another
+// machine, kernel or boot.
+var ErrOtherMachine = errors.New("describes another machine")
+
+// checkTrusted refuses a file others than root and this user could have
+// written: another owner, or write permission for group or others.
+func checkTrusted(name string, st *syscall.Stat_t) error {
+	euid := uint32(os.Geteuid())
+	if st.Uid != 0 && st.Uid != euid {
+		return topoErrorf(ErrUntrusted, "%s is not trusted: owned by uid %d, neither root nor this user (uid %d)", name, st.Uid, euid)
+	}
+	if st.Mode&0o022 != 0 {
+		return topoErrorf(ErrUntrusted, "%s is not trusted: writable by %s (mode %04o)", name, writers(st.Mode), st.Mode&0o7777)
+	}
+	return nil
+}
+
+func writers(mode uint32) string {
+	switch {
+	case mode&0o022 == 0o022:
+		return "group and others"
+	case mode&0o020 != 0:
+		return "its group"
+	}
+	return "others"
+}
+
+// loadTopologyFile reads a topology file the oracle may use: a regular file
+// root or this user owns and only they can write, well-formed, describing
+// the machine t reads. why says, when it is used, what made it trusted.
+func loadTopologyFile(name string, t *Topology) (tf *TopologyFile, why string, err error) {
+	data, st, err := readFileStat(name, MaxTopologyFileSize)
+	if err != nil {
+		return nil, "", topoErrorf(nil, "%w", err)
+	}
+	if err := checkTrusted(name, &st); err != nil {
+		return nil, "", err
+	}
+	if tf, err = ParseTopologyFile(data, name); err != nil {
+		return nil, "", err
+	}
+	what, err := tf.checkMachine(name, t)
+	if err != nil {
+		return nil, "", err
+	}
+	owner := "root"
+	if st.Uid != 0 {
+		owner = fmt.Sprintf("this user (uid %d)", st.Uid)
+	}
+	return tf, fmt.Sprintf("owned by %s, mode %04o, %s", owner, st.Mode&0o7777, what), nil
+}
+
+// checkMachine tells whether the file describes the machine t reads: the
+// kernel it was decided for, the boot it was written in (a boot-time file),
+// and, for a file that outlives boots, every PCI function it covers, with
+// the same IDs. A boot-time file's functions are not read again: its boot
+// ID proves they were enumerated in this boot, and the udev rule refreshes
+// it when devices come or go. It returns what matched, for explanations.
+func (tf *TopologyFile) checkMachine(name string, t *Topology) (string, error) {
+	m := &tf.Machine
+	var what []string
+	if m.Kernel != "" {
+		if k := runningKernel(); k != m.Kernel {
+			return "", topoErrorf(ErrOtherMachine, "%s was written for kernel %s, this is %s", name, m.Kernel, k)
+		}
+		what = append(what, "kernel "+m.Kernel)
+	}
+	if m.BootID != "" {
+		if b := currentBootID(); b != m.BootID {
+			return "", topoErrorf(ErrOtherMachine, "%s was written during boot %s, this is boot %s (a boot-time file is rewritten at every boot)", name, m.BootID, b)
+		}
+		what = append(what, "written in this boot")
+		return strings.Join(what, ", "), nil
+	}
+	for _, f := range m.Functions {
+		v, d, _ := parseDeviceID(f.ID)
+		hv, hd, err := t.functionIDs(f.Addr)
+		switch {
+		case errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrNoFunction):
+			return "", topoErrorf(ErrOtherMachine, "%s describes another machine: %s is %s there, absent here", name, f.Addr, f.ID)
+		case err != nil:
+			return "", topoErrorf(nil, "%s: cannot tell whether it describes this machine: %s: %w", name, f.Addr, err)
+		case hv != v || hd != d:
+			return "", topoErrorf(ErrOtherMachine, "%s describes another machine: %s is %s there, %s here", name, f.Addr, f.ID, hexID(hv, hd))
+		}
+	}
+	what = append(what, fmt.Sprintf("its %d PCI functions present with the same IDs", len(m.Functions)))
+	return strings.Join(what, ", "), nil
+}
+
+// IDReader is an optional Source interface: a function's vendor and device
+// IDs alone, cheaper than Attrs.
+type IDReader interface {
+	FunctionIDs(a Addr) (vendor, device uint16, err error)
+}
+
+// FunctionIDs implements IDReader from the vendor and device attributes.
+func (s *Sysfs) FunctionIDs(a Addr) (uint16, uint16, error) {
+	v, err := s.readHex(s.devPath(a, "vendor"))
+	if err != nil {
+		return 0, 0, err
+	}
+	d, err := s.readHex(s.devPath(a, "device"))
+	if err != nil {
+		return 0, 0, err
+	}
+	return uint16(v), uint16(d), nil
+}
+
+func (t *Topology) functionIDs(a Addr) (uint16, uint16, error) {
+	if r, ok := t.src.(IDReader); ok {
+		return r.FunctionIDs(a)
+	}
+	f, err := t.Function(a)
+	if err != nil {
+		return 0, 0, err
+	}
+	at, err := f.Attrs()
+	return at.Vendor, at.Device, err
+}
+
+// RecordMachine fills tf.Machine from the machine t reads: the running
+// kernel, this boot's ID when boot is set (a file written at boot, valid
+// for this boot only), and the IDs of every PCI function the file names.
+func (tf *TopologyFile) RecordMachine(t *Topology, boot bool) error {
+	seen := map[Addr]bool{}
+	var addrs []Addr
+	note := func(a Addr) {
+		if !seen[a] {
+			seen[a] = true
+			addrs = append(addrs, a)
+		}
+	}
+	for _, n := range tf.NICs {
+		note(n.Addr)
+	}
+	for _, a := range tf.Accelerators {
+		note(a.Addr)
+	}
+	for _, p := range tf.Pairs {
+		note(p.Provider)
+		note(p.Client)
+	}
+	m := TopoMachine{Kernel: runningKernel(), Functions: []TopoFunction{}}
+	if boot {
+		if m.BootID = currentBootID(); m.BootID == "" {
+			return errors.New("cannot read this boot's ID (/proc/sys/kernel/random/boot_id)")
+		}
+	}
+	for _, a := range addrs {
+		v, d, err := t.functionIDs(a)
+		if err != nil {
+			return fmt.Errorf("%s: %w", a, err)
+		}
+		m.Functions = append(m.Functions, TopoFunction{Addr: a, ID: hexID(v, d)})
+	}
+	tf.Machine = m
+	return nil
+}
