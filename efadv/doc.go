@@ -22,10 +22,14 @@
 // libefa.so.1 and libibverbs.so.1 are loaded at run time with purego
 // (see package verbs); no cgo is needed. The verdicts come from one
 // oracle per process (package p2p), built on first use from the sysfs
-// tree libibverbs reads ($SYSFS_PATH, else /sys) and from the topology
-// file named by $EFAP2P_TOPOLOGY, which takes precedence (both are
-// ignored in setuid programs). Problems the oracle works around, such as
-// an unusable topology file, are reported once on standard error unless
+// tree libibverbs reads ($SYSFS_PATH, else /sys) and from the machine's
+// topology file, whose verdicts take precedence: $EFAP2P_TOPOLOGY, else
+// the boot-time /run/efap2p/topology.json, else the operator's
+// /etc/efap2p/topology.json (the variables are ignored in secure-execution
+// programs: setuid, setgid, file capabilities). A file that does not
+// describe this machine, or that others than root and the user could have
+// written, is set aside. Problems the oracle works around, such as an
+// unusable topology file, are reported once on standard error unless
 // EFAP2P_LOG=off.
 //
 // # Threads and cost

@@ -23,24 +23,18 @@ func buildOracle() (*p2p.Oracle, error) {
 		return nil, fmt.Errorf("efadv: the P2P oracle: %w", err)
 	}
 	return p2p.NewOracleWith(p2p.NewTopology(src), p2p.Options{
-		TopologyFile: topologyFile(),
-		Warnf:        warnf,
+		TopologyFiles: p2p.TopologyFileCandidates(),
+		Warnf:         warnf,
 	}), nil
 }
 
-// topologyFile is $EFAP2P_TOPOLOGY, ignored in a setuid or setgid process
-// as SYSFS_PATH is.
-func topologyFile() string {
-	if os.Getuid() != os.Geteuid() || os.Getgid() != os.Getegid() {
-		return ""
-	}
-	return os.Getenv("EFAP2P_TOPOLOGY")
-}
-
 // Oracle returns the process's P2P oracle, built on first use from the
-// sysfs tree libibverbs reads ($SYSFS_PATH, else /sys) and the topology
-// file $EFAP2P_TOPOLOGY names, if any. Every function of this package asks
-// this one oracle; its verdicts are cached for the life of the process.
+// sysfs tree libibverbs reads ($SYSFS_PATH, else /sys) and the machine's
+// topology file: $EFAP2P_TOPOLOGY, else the default places
+// (/run/efap2p/topology.json, /etc/efap2p/topology.json; see
+// p2p.TopologyFileCandidates), when one describes this machine. Every
+// function of this package asks this one oracle; its verdicts are cached
+// for the life of the process.
 func Oracle() (*p2p.Oracle, error) { return oracle() }
 
 var warned sync.Map

@@ -12,8 +12,9 @@ import (
 	"github.com/efap2p/efap2p/p2p"
 )
 
-// TestTopologyFile: the oracle reads $EFAP2P_TOPOLOGY, whose facts take
-// precedence; a file it cannot use is set aside for the computed answers.
+// TestTopologyFile: the oracle reads $EFAP2P_TOPOLOGY, else the default
+// places, whose facts take precedence; a file it cannot use (malformed,
+// another kernel's) is set aside for the computed answers.
 func TestTopologyFile(t *testing.T) {
 	m := simtest.Require(t)
 	pairs := map[string][2]string{ // NIC, its GPU
@@ -25,33 +26,59 @@ func TestTopologyFile(t *testing.T) {
 		t.Fatalf("no NIC chosen for model %s", m.Name)
 	}
 	nic, gpu := p2p.MustParseAddr(pair[0]), p2p.MustParseAddr(pair[1])
+	src, err := p2p.OpenSysfs(p2p.SysfsRoot())
+	if err != nil {
+		t.Fatal(err)
+	}
 	blocked := p2p.NewTopologyFile("test")
 	blocked.NICs = append(blocked.NICs, p2p.TopoNIC{Addr: nic, PeerAccessBlocked: true, Note: "test"})
+	if err := blocked.RecordMachine(p2p.NewTopology(src), false); err != nil {
+		t.Fatal(err)
+	}
 	data, err := blocked.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := blocked
+	other.Machine.Kernel = "0.0-another-kernel"
+	otherData, err := other.Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
 		name       string
 		content    []byte
+		place      string // "": named by EFAP2P_TOPOLOGY; else a default place under EFAP2P_TOPOLOGY_ROOT
 		wantP2P    bool
 		wantSource string
 		wantOut    p2p.Outcome // OutcomeUnknown: not checked
 		fileErr    bool
 	}{
-		{"NIC blocking peer access", data, false, p2p.SourceTopologyFile, p2p.OutcomeRefused, false},
-		{"malformed file", []byte("{\n"), p2pDMA[m.Name], p2p.SourceComputed, p2p.OutcomeUnknown, true},
+		{"NIC blocking peer access", data, "", false, p2p.SourceTopologyFile, p2p.OutcomeRefused, false},
+		{"malformed file", []byte("{\n"), "", p2pDMA[m.Name], p2p.SourceComputed, p2p.OutcomeUnknown, true},
+		{"boot-time default place", data, p2p.BootTopologyFile, false, p2p.SourceTopologyFile, p2p.OutcomeRefused, false},
+		{"operator's default place", data, p2p.OperatorTopologyFile, false, p2p.SourceTopologyFile, p2p.OutcomeRefused, false},
+		{"another kernel's file", otherData, p2p.BootTopologyFile, p2pDMA[m.Name], p2p.SourceComputed, p2p.OutcomeUnknown, true},
 	}
 	ctx := open(t, m.Function(nic).IBDev())
 	t.Cleanup(efadv.ResetOracle)
 	t.Setenv("EFAP2P_LOG", "off")
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			name := filepath.Join(t.TempDir(), "topology.json")
+			root := t.TempDir()
+			name := filepath.Join(root, "topology.json")
+			t.Setenv("EFAP2P_TOPOLOGY", name)
+			if tc.place != "" {
+				name = filepath.Join(root, tc.place)
+				t.Setenv("EFAP2P_TOPOLOGY", "")
+				t.Setenv("EFAP2P_TOPOLOGY_ROOT", root)
+			}
+			if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+				t.Fatal(err)
+			}
 			if err := os.WriteFile(name, tc.content, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			t.Setenv("EFAP2P_TOPOLOGY", name)
 			efadv.ResetOracle()
 			o, err := efadv.Oracle()
 			if err != nil {

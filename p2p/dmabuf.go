@@ -38,6 +38,21 @@ var exporterDrivers = map[string][]string{
 	"vfio_pci_core": {"vfio-pci"},
 }
 
+// ExporterNames returns the dma-buf exporter names the oracle knows, as
+// fdinfo shows them: those of device-memory exporters and of system-memory
+// ones, sorted. (Any other name is taken as the name of a driver.)
+func ExporterNames() []string {
+	names := make([]string, 0, len(exporterDrivers)+len(systemMemoryExporters))
+	for n := range exporterDrivers {
+		names = append(names, n)
+	}
+	for n := range systemMemoryExporters {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
 // ParseFdinfo returns the exp_name field of a dma-buf's
 // /proc/<pid>/fdinfo/<fd> text.
 func ParseFdinfo(text string) (string, bool) {

@@ -466,6 +466,33 @@ func (c *sysfsConfig) ReadDword(off int) (uint32, bool, error) {
 	return 0, false, nil
 }
 
+// RDMADev is an RDMA device and its PCI function.
+type RDMADev struct {
+	Name string // "rdmap79s0"
+	Addr Addr
+}
+
+// RDMADevices lists the RDMA devices of class/infiniband that are PCI
+// functions, sorted by name.
+func (s *Sysfs) RDMADevices() ([]RDMADev, error) {
+	s.readdirs.Add(1)
+	names, err := readDirNames(filepath.Join(s.root, "class/infiniband"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	var out []RDMADev
+	for _, n := range names {
+		if a, err := s.RDMADevice(n); err == nil {
+			out = append(out, RDMADev{n, a})
+		}
+	}
+	return out, nil
+}
+
 // ErrNotPCI is wrapped when an RDMA device has no PCI function (a software
 // device such as rxe or siw).
 var ErrNotPCI = errors.New("not a PCI device")

@@ -248,6 +248,9 @@ type hostBridgeEntry struct {
 	err error
 }
 
+// maxBadFunctions bounds how many absent addresses a Topology remembers.
+const maxBadFunctions = 1024
+
 // NewTopology returns a topology filled lazily from src.
 func NewTopology(src Source) *Topology {
 	return &Topology{
@@ -277,7 +280,11 @@ func (t *Topology) functionLocked(a Addr) (*Function, error) {
 		err = fmt.Errorf("%w: %s: malformed upstream chain", ErrNoFunction, a)
 	}
 	if err != nil {
-		t.bad[a] = err
+		// Remember a bounded number of absent functions: a caller asking
+		// about ever new addresses must not grow the process.
+		if len(t.bad) < maxBadFunctions {
+			t.bad[a] = err
+		}
 		return nil, err
 	}
 	var up *Function

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
+	"github.com/efap2p/efap2p/internal/answer"
 	"github.com/efap2p/efap2p/p2p"
 )
 
@@ -17,13 +19,26 @@ func init() {
 	register(&command{name: "export", summary: "write the machine's verdicts to a topology file (run once as root)", run: runExport})
 }
 
-const exportUsage = `Usage: efap2p export [--sysfs DIR] [--format json|nccl] [--peer-blocked NIC]... [-o FILE]
+const exportUsage = `Usage: efap2p export [--sysfs DIR] [--format json|nccl] [--peer-blocked NIC]... [--boot] [-o FILE]
 
 Work out the verdict of every accelerator with every NIC and every other
 accelerator, and write them as a topology file (--format json, the default;
-docs/topology-file.md) that processes read through EFAP2P_TOPOLOGY or
---topology instead of reading config space, or as an NCCL topology XML
-(--format nccl) for NCCL_TOPO_FILE.
+docs/topology-file.md) that every process then reads instead of reading
+config space, or as an NCCL topology XML (--format nccl) for NCCL_TOPO_FILE.
+
+The topology file records the machine it describes (the kernel release, its
+PCI functions with their IDs; with --boot, this boot's ID): readers ignore a
+file that does not describe their machine. With -o, the folder is created,
+FILE and its index FILE.idx (what libefap2p answers from without loading its
+Go core) are written atomically, mode 0644. Processes read, without
+configuration, ` + p2p.BootTopologyFile + ` (written at every boot
+by efap2p-topology.service, 'efap2p export --boot'), else the operator's
+` + p2p.OperatorTopologyFile + `; EFAP2P_TOPOLOGY names another.
+
+--boot writes the boot-time file (to ` + p2p.BootTopologyFile + ` unless -o
+says otherwise): bound to this boot, and carrying the facts of the
+operator's file (its blocked NICs, its extra accelerators, its pairs) when
+that file describes this machine.
 
 The NCCL topology holds the machine's GPUs (class 03) and the NICs with an
 RDMA device, shaped as NCCL reads sysfs (a PCIe switch is one <pci> node),
@@ -63,7 +78,8 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("export", flag.ContinueOnError)
 	of := oracleFlags{stderr: stderr}
 	of.register(fs, false)
-	out := fs.String("o", "", "write to `FILE` instead of standard output")
+	out := fs.String("o", "", "write to `FILE` (and FILE.idx) instead of standard output")
+	boot := fs.Bool("boot", false, "write the boot-time topology file: bound to this boot, from the operator's file and sysfs")
 	format := fs.String("format", "json", "`FORMAT`: json (topology file) or nccl (NCCL topology XML)")
 	force := fs.Bool("force", false, "write even verdicts that are uncertain (config space not readable)")
 	var blocked addrsFlag
@@ -78,6 +94,18 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 	if *format != "json" && *format != "nccl" {
 		return usagef("--format %q: want json or nccl", *format)
 	}
+	if *boot && *format != "json" {
+		return usagef("--boot writes a topology file: it takes --format json")
+	}
+	defaults := p2p.TopologyFileCandidates()
+	of.inputs = []string{}
+	if *boot {
+		// the operator's file: the last default place
+		of.inputs = defaults[len(defaults)-1:]
+		if *out == "" {
+			*out = defaults[0]
+		}
+	}
 	o, src, err := of.open()
 	if err != nil {
 		return err
@@ -88,6 +116,16 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 		tf, err := exportTopology(o, src, blocked, *force)
 		if err != nil {
 			return err
+		}
+		if err := tf.RecordMachine(o.Topology(), *boot); err != nil {
+			return err
+		}
+		if *out != "" {
+			if err := answer.WriteTopology(*out, tf, src, p2p.Options{Warnf: of.warnf()}); err != nil {
+				return err
+			}
+			fmt.Fprintf(stderr, "efap2p: wrote %s and %s\n", *out, *out+answer.IndexSuffix)
+			return nil
 		}
 		if data, err = tf.Marshal(); err != nil {
 			return err
@@ -101,11 +139,37 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 		_, err = stdout.Write(data)
 		return err
 	}
-	if err := os.WriteFile(*out, data, 0o644); err != nil {
+	if err := answer.WriteFileAtomic(*out, data); err != nil {
 		return err
 	}
 	fmt.Fprintf(stderr, "efap2p: wrote %s\n", *out)
 	return nil
+}
+
+// facts are what an operator's topology file says beyond its pairs.
+type facts struct {
+	nics   map[p2p.Addr]p2p.TopoNIC
+	accels []p2p.TopoAccelerator
+}
+
+// operatorFacts returns the NIC and accelerator facts of the topology file
+// the oracle reads (export --boot: the operator's), to carry them into the
+// file written; its pairs reach the new file through the oracle's verdicts.
+func operatorFacts(o *p2p.Oracle) facts {
+	f := facts{nics: map[p2p.Addr]p2p.TopoNIC{}}
+	name, _ := o.TopologyFileInUse()
+	if name == "" {
+		return f
+	}
+	tf, err := p2p.ReadTopologyFile(name)
+	if err != nil {
+		return f
+	}
+	for _, n := range tf.NICs {
+		f.nics[n.Addr] = n
+	}
+	f.accels = tf.Accelerators
+	return f
 }
 
 // errUncertain is returned when export would write verdicts it cannot vouch for.
@@ -120,6 +184,7 @@ func exportTopology(o *p2p.Oracle, src *p2p.Sysfs, blocked []p2p.Addr, force boo
 	}
 	host, _ := os.Hostname()
 	tf := p2p.NewTopologyFile(host)
+	operator := operatorFacts(o)
 	isNIC := map[p2p.Addr]bool{}
 	for _, d := range m.Devices {
 		switch d.Kind {
@@ -128,6 +193,16 @@ func exportTopology(o *p2p.Oracle, src *p2p.Sysfs, blocked []p2p.Addr, force boo
 			tf.NICs = append(tf.NICs, p2p.TopoNIC{Addr: d.Addr, IBDev: d.IBDev})
 		case "accelerator":
 			tf.Accelerators = append(tf.Accelerators, p2p.TopoAccelerator{Addr: d.Addr, Driver: d.Driver, Vendor: d.Vendor, Device: d.Device})
+		}
+	}
+	for i := range tf.NICs {
+		if n, ok := operator.nics[tf.NICs[i].Addr]; ok && n.PeerAccessBlocked {
+			tf.NICs[i].PeerAccessBlocked, tf.NICs[i].Note = true, n.Note
+		}
+	}
+	for _, a := range operator.accels {
+		if !slices.ContainsFunc(tf.Accelerators, func(x p2p.TopoAccelerator) bool { return x.Addr == a.Addr }) {
+			tf.Accelerators = append(tf.Accelerators, a)
 		}
 	}
 	for _, b := range blocked {

@@ -27,12 +27,16 @@ type oracleFlags struct {
 	topology string
 	json     bool
 	stderr   io.Writer
+	// inputs, when not nil, are the topology files to read instead of the
+	// default places (export reads only the operator's file, and only
+	// with --boot).
+	inputs []string
 }
 
 func (o *oracleFlags) register(fs *flag.FlagSet, withTopology bool) {
 	fs.StringVar(&o.sysfs, "sysfs", "", "sysfs root `DIR` to read (default $SYSFS_PATH, else /sys)")
 	if withTopology {
-		fs.StringVar(&o.topology, "topology", "", "topology `FILE` written by 'efap2p export' (default $EFAP2P_TOPOLOGY)")
+		fs.StringVar(&o.topology, "topology", "", "topology `FILE` written by 'efap2p export' (default $EFAP2P_TOPOLOGY, else "+p2p.BootTopologyFile+" or "+p2p.OperatorTopologyFile+")")
 	}
 	fs.BoolVar(&o.json, "json", false, "print JSON")
 }
@@ -49,14 +53,20 @@ func (o *oracleFlags) open() (*p2p.Oracle, *p2p.Sysfs, error) {
 	if err != nil {
 		return nil, nil, usageError{err}
 	}
-	opts := p2p.Options{TopologyFile: o.topology}
-	if opts.TopologyFile == "" {
-		opts.TopologyFile = os.Getenv("EFAP2P_TOPOLOGY")
+	opts := p2p.Options{TopologyFile: o.topology, TopologyFiles: o.inputs}
+	if opts.TopologyFile == "" && opts.TopologyFiles == nil {
+		opts.TopologyFiles = p2p.TopologyFileCandidates()
 	}
-	if o.stderr != nil {
-		opts.Warnf = func(format string, args ...any) { fmt.Fprintf(o.stderr, "efap2p: warning: "+format+"\n", args...) }
-	}
+	opts.Warnf = o.warnf()
 	return p2p.NewOracleWith(p2p.NewTopology(src), opts), src, nil
+}
+
+// warnf reports what the oracle works around on stderr.
+func (o *oracleFlags) warnf() func(string, ...any) {
+	if o.stderr == nil {
+		return nil
+	}
+	return func(format string, args ...any) { fmt.Fprintf(o.stderr, "efap2p: warning: "+format+"\n", args...) }
 }
 
 func parseFlags(fs *flag.FlagSet, args []string, usage string, stderr io.Writer) error {
@@ -134,6 +144,9 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(w, "latency\t~%d ns (estimate)\n", v.LatencyNs())
 	fmt.Fprintf(w, "source\t%s\n", v.Source)
+	if name, why := o.TopologyFileInUse(); name != "" {
+		fmt.Fprintf(w, "topology file\t%s (trusted: %s)\n", name, why)
+	}
 	if v.CommonBridge != nil {
 		fmt.Fprintf(w, "common bridge\t%s\n", v.CommonBridge)
 	}

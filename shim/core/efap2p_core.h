@@ -16,7 +16,7 @@
 
 #include <infiniband/efadv_p2p.h>
 
-#define EFAP2P_CORE_ABI 1
+#define EFAP2P_CORE_ABI 2
 
 /* Log levels, shared with EFAP2P_LOG. */
 enum {
@@ -27,14 +27,20 @@ enum {
 };
 
 struct efap2p_core_config {
-	const char *topology;	/* EFAP2P_TOPOLOGY, or NULL */
+	/* The topology files to consider, in order, NULL-terminated: the
+	 * front has already set aside those it found unusable (and said so),
+	 * so the core reads the first usable one of these and no other.
+	 * NULL or empty: none. */
+	const char *const *topology_files;
 	int log_level;		/* EFAP2P_LOG_* */
 };
 
 /* The answer for one NIC: does it reach an accelerator with true P2P? */
 struct efap2p_core_nic {
 	int reaches;		/* 1: set EFADV_DEVICE_ATTR_CAPS_P2P_DMA */
-	const char *summary;	/* one line for the log, owned by the core */
+	/* one line for the log (at info level only), owned by the core;
+	 * may be "" when the log is below info */
+	const char *summary;
 };
 
 /* What ibv_reg_dmabuf_mr does with a (NIC, exporter) pair. */
@@ -69,7 +75,8 @@ typedef int (*efap2p_core_init_fn)(const struct efap2p_core_config *cfg);
 typedef int (*efap2p_core_nic_fn)(const char *ibdev, struct efap2p_core_nic *out);
 typedef int (*efap2p_core_dmabuf_fn)(const char *ibdev, const char *exp_name,
 				     struct efap2p_core_dmabuf *out);
-/* *out: 1 when some dma-buf exporter is refused for ibdev's NIC. */
+/* *out: 1 when some dma-buf exporter is refused for ibdev's NIC, so that
+ * its registrations must be judged buffer by buffer. */
 typedef int (*efap2p_core_refusable_fn)(const char *ibdev, int *out);
 typedef int (*efap2p_core_peer_fn)(const char *ibdev, uint32_t domain, uint32_t bus,
 				   uint32_t devfn, struct efadv_p2p_attr *out);

@@ -3,8 +3,9 @@
 // Command libefap2p-core is the Go core of libefap2p.so, built with
 // -buildmode=c-shared. The C front (shim/front) owns every exported
 // rdma-core symbol and dlopen()s this library only when a call first needs
-// the oracle; it calls the functions below, declared for C in
-// efap2p_core.h. They answer with plain C types; every string they return
+// the oracle and the topology file's index does not answer it; it calls
+// the functions below, declared for C in efap2p_core.h. They answer with
+// plain C types (package answer works them out); every string they return
 // is allocated once (per distinct text) and never freed, so it stays valid
 // for the life of the process and in a forked child.
 //
@@ -28,6 +29,7 @@ import (
 	"unsafe"
 
 	"github.com/efap2p/efap2p/abi"
+	"github.com/efap2p/efap2p/internal/answer"
 	"github.com/efap2p/efap2p/p2p"
 )
 
@@ -35,7 +37,7 @@ func main() {}
 
 var (
 	initOnce sync.Once
-	eng      *engine
+	eng      *answer.Engine
 	logLevel int
 )
 
@@ -70,6 +72,18 @@ func logf(level int, format string, args ...any) {
 //export efap2p_core_abi
 func efap2p_core_abi() C.int { return C.EFAP2P_CORE_ABI }
 
+// topologyFiles copies the front's NULL-terminated list.
+func topologyFiles(list **C.char) []string {
+	files := []string{}
+	if list == nil {
+		return files
+	}
+	for p := list; *p != nil; p = (**C.char)(unsafe.Add(unsafe.Pointer(p), unsafe.Sizeof(*p))) {
+		files = append(files, C.GoString(*p))
+	}
+	return files
+}
+
 // efap2p_core_init opens the oracle over $SYSFS_PATH (or /sys). The front
 // calls it once, right after loading the core; later calls change nothing.
 //
@@ -79,75 +93,71 @@ func efap2p_core_init(cfg *C.struct_efap2p_core_config) C.int {
 		// The oracle's work is small and serial: two Ps keep the runtime's
 		// threads few in the host process.
 		runtime.GOMAXPROCS(2)
-		topology := ""
+		opts := p2p.Options{TopologyFiles: []string{}, Warnf: func(format string, args ...any) {
+			logf(C.EFAP2P_LOG_ERROR, format, args...)
+		}}
 		if cfg != nil {
 			logLevel = int(cfg.log_level)
-			if cfg.topology != nil {
-				topology = C.GoString(cfg.topology)
-			}
+			opts.TopologyFiles = topologyFiles((**C.char)(unsafe.Pointer(cfg.topology_files)))
 		}
-		eng = newEngine(p2p.SysfsRoot(), topology, func(format string, args ...any) {
-			logf(C.EFAP2P_LOG_ERROR, format, args...)
-		})
-		if eng.err != nil {
-			logf(C.EFAP2P_LOG_ERROR, "%v: no P2P answers in this process", eng.err)
+		eng = answer.New(p2p.SysfsRoot(), opts, logLevel >= C.EFAP2P_LOG_INFO)
+		if eng.Err() != nil {
+			logf(C.EFAP2P_LOG_ERROR, "%v: no P2P answers in this process", eng.Err())
 		}
 	})
-	if eng.err != nil {
-		return C.int(errnoOf(eng.err))
+	if eng.Err() != nil {
+		return C.int(answer.ErrnoOf(eng.Err()))
 	}
 	return 0
 }
 
-func ready() *engine {
+func ready() *answer.Engine {
 	efap2p_core_init(nil)
 	return eng
 }
 
+func cbool(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 //export efap2p_core_nic
 func efap2p_core_nic(ibdev *C.char, out *C.struct_efap2p_core_nic) C.int {
-	a, errno := ready().nic(C.GoString(ibdev))
-	out.reaches = 0
-	if a.reaches {
-		out.reaches = 1
-	}
-	out.summary = cstring(a.summary)
+	a, errno := ready().NIC(C.GoString(ibdev))
+	out.reaches = cbool(a.Reaches)
+	out.summary = cstring(a.Summary)
+	return C.int(errno)
+}
+
+//export efap2p_core_refusable
+func efap2p_core_refusable(ibdev *C.char, out *C.int) C.int {
+	r, errno := ready().Refusable(C.GoString(ibdev))
+	*out = cbool(r)
 	return C.int(errno)
 }
 
 //export efap2p_core_dmabuf
 func efap2p_core_dmabuf(ibdev, expName *C.char, out *C.struct_efap2p_core_dmabuf) C.int {
-	a := ready().dmabuf(C.GoString(ibdev), C.GoString(expName))
-	out.decision = C.int(a.decision)
-	out.err = C.int(a.err)
-	out.all_allowed = 0
-	if a.allAllowed {
-		out.all_allowed = 1
-	}
+	a := ready().Dmabuf(C.GoString(ibdev), C.GoString(expName))
+	out.decision = C.int(a.Decision)
+	out.err = C.int(a.Err)
+	out.all_allowed = cbool(a.AllAllowed)
 	out.summary = nil
-	if a.summary != "" {
-		out.summary = cstring(a.summary)
+	if a.Summary != "" {
+		out.summary = cstring(a.Summary)
 	}
-	if a.decision != dmabufPass {
-		putAttr(&out.best, a.best)
+	if a.Decision != answer.DmabufPass {
+		putAttr(&out.best, a.Best)
 	}
 	return 0
-}
-
-//export efap2p_core_refusable
-func efap2p_core_refusable(ibdev *C.char, out *C.int) C.int {
-	r, errno := ready().refusable(C.GoString(ibdev))
-	*out = 0
-	if r {
-		*out = 1
-	}
-	return C.int(errno)
 }
 
 //export efap2p_core_peer
 func efap2p_core_peer(ibdev *C.char, domain, bus, devfn C.uint32_t, out *C.struct_efadv_p2p_attr) C.int {
 	peer := p2p.Addr{Domain: uint32(domain), Bus: uint8(bus), Device: uint8(devfn) >> 3, Function: uint8(devfn) & 7}
-	a, errno := ready().peer(C.GoString(ibdev), peer)
+	a, errno := ready().Peer(C.GoString(ibdev), peer)
 	if errno != 0 {
 		return C.int(errno)
 	}
@@ -157,9 +167,9 @@ func efap2p_core_peer(ibdev *C.char, domain, bus, devfn C.uint32_t, out *C.struc
 
 // putAttr writes a whole struct efadv_p2p_attr; abi/cgocheck holds
 // abi.P2PAttr to the C layout.
-func putAttr(dst *C.struct_efadv_p2p_attr, a answer) {
-	a.attr.Reason = uintptr(unsafe.Pointer(cstring(a.reason)))
-	*(*abi.P2PAttr)(unsafe.Pointer(dst)) = a.attr
+func putAttr(dst *C.struct_efadv_p2p_attr, a answer.Attr) {
+	a.Attr.Reason = uintptr(unsafe.Pointer(cstring(a.Reason)))
+	*(*abi.P2PAttr)(unsafe.Pointer(dst)) = a.Attr
 }
 
 // The C struct and its Go mirror have one size (a negative array length

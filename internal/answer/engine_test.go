@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: MIT
 
-//go:build cgo
-
-package main
+package answer
 
 import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -39,13 +38,17 @@ func tree(t testing.TB, model string) string {
 
 const refusedModel = "../../ctests/emulator/refused.json"
 
-func newTestEngine(t testing.TB, model, topology string) (*engine, *[]string) {
+func newEngine(root, topology string, warnf func(string, ...any)) *Engine {
+	return New(root, p2p.Options{TopologyFile: topology, Warnf: warnf}, true)
+}
+
+func newTestEngine(t testing.TB, model, topology string) (*Engine, *[]string) {
 	var warnings []string
 	e := newEngine(tree(t, model), topology, func(f string, a ...any) {
 		warnings = append(warnings, fmt.Sprintf(f, a...))
 	})
-	if e.err != nil {
-		t.Fatal(e.err)
+	if e.Err() != nil {
+		t.Fatal(e.Err())
 	}
 	return e, &warnings
 }
@@ -66,39 +69,39 @@ func TestNIC(t *testing.T) {
 		{refusedModel, "rdmap5s0", true}, // the firmware block is invisible in sysfs
 	} {
 		e, _ := newTestEngine(t, tc.model, "")
-		a, errno := e.nic(tc.ibdev)
-		if errno != 0 || a.reaches != tc.want || !strings.HasPrefix(a.summary, tc.ibdev+" (") {
-			t.Errorf("%s %s: reaches %v errno %v (%s), want %v", tc.model, tc.ibdev, a.reaches, errno, a.summary, tc.want)
+		a, errno := e.NIC(tc.ibdev)
+		if errno != 0 || a.Reaches != tc.want || !strings.HasPrefix(a.Summary, tc.ibdev+" (") {
+			t.Errorf("%s %s: reaches %v errno %v (%s), want %v", tc.model, tc.ibdev, a.Reaches, errno, a.Summary, tc.want)
 		}
 	}
 }
 
 func TestNICErrors(t *testing.T) {
 	e, _ := newTestEngine(t, "p5.48xlarge", "")
-	if a, errno := e.nic("mlx5_0"); errno != syscall.ENODEV || a.reaches || a.summary == "" {
-		t.Errorf("unknown device: %v %v %q", a.reaches, errno, a.summary)
+	if a, errno := e.NIC("mlx5_0"); errno != syscall.ENODEV || a.Reaches || a.Summary == "" {
+		t.Errorf("unknown device: %v %v %q", a.Reaches, errno, a.Summary)
 	}
 	none := newEngine(filepath.Join(t.TempDir(), "nothing"), "", nil)
-	if _, errno := none.nic("rdmap79s0"); errno != syscall.EIO {
+	if _, errno := none.NIC("rdmap79s0"); errno != syscall.EIO {
 		t.Errorf("no tree: errno %v, want EIO", errno)
 	}
 }
 
 func TestPeer(t *testing.T) {
 	e, _ := newTestEngine(t, "p5.48xlarge", "")
-	a, errno := e.peer("rdmap79s0", p2p.MustParseAddr("0000:53:00.0"))
+	a, errno := e.Peer("rdmap79s0", p2p.MustParseAddr("0000:53:00.0"))
 	want := abi.P2PAttr{MapType: abi.P2PMapBusAddr, Distance: 4, Path: abi.P2PPathPIX,
 		Outcome: abi.P2POutcomeP2P, Policy: abi.P2PPolicyNVIDIA, Source: abi.P2PSourceComputed,
 		PeerBus: 0x53}
-	got := a.attr
+	got := a.Attr
 	got.BandwidthMBs, got.LatencyNs = 0, 0
-	if errno != 0 || got != want || a.attr.BandwidthMBs == 0 || !strings.Contains(a.reason, "0000:45:00.0") {
-		t.Errorf("peer: %+v %v %q", a.attr, errno, a.reason)
+	if errno != 0 || got != want || a.Attr.BandwidthMBs == 0 || !strings.Contains(a.Reason, "0000:45:00.0") {
+		t.Errorf("peer: %+v %v %q", a.Attr, errno, a.Reason)
 	}
-	if _, errno := e.peer("rdmap79s0", p2p.MustParseAddr("0000:ee:00.0")); errno != syscall.ENOENT {
+	if _, errno := e.Peer("rdmap79s0", p2p.MustParseAddr("0000:ee:00.0")); errno != syscall.ENOENT {
 		t.Errorf("no such peer: errno %v", errno)
 	}
-	if _, errno := e.peer("nope", p2p.MustParseAddr("0000:53:00.0")); errno != syscall.ENODEV {
+	if _, errno := e.Peer("nope", p2p.MustParseAddr("0000:53:00.0")); errno != syscall.ENODEV {
 		t.Errorf("no such device: errno %v", errno)
 	}
 }
@@ -113,24 +116,24 @@ func TestDmabuf(t *testing.T) {
 		err        syscall.Errno
 		ambiguous  bool
 	}{
-		{"rdmap3s0", "nvidia", dmabufAllow, true, 0, false},
-		{"rdmap3s0", "nv_dmabuf", dmabufAllow, true, 0, false},
-		{"rdmap3s0", "amdgpu", dmabufAllow, true, 0, false}, // bounced is not refused
-		{"rdmap3s0", "xe", dmabufRefuse, false, 0, false},
-		{"rdmap3s0", "drm", dmabufAllow, false, 0, true}, // amdgpu bounced, xe refused
-		{"rdmap5s0", "nvidia", dmabufAllow, true, 0, false},
-		{"rdmap3s0", "system", dmabufPass, false, syscall.ENOENT, false},
-		{"rdmap3s0", "nosuchdriver", dmabufPass, false, syscall.ENOENT, false},
-		{"mlx5_0", "nvidia", dmabufPass, false, syscall.ENODEV, false},
+		{"rdmap3s0", "nvidia", DmabufAllow, true, 0, false},
+		{"rdmap3s0", "nv_dmabuf", DmabufAllow, true, 0, false},
+		{"rdmap3s0", "amdgpu", DmabufAllow, true, 0, false}, // bounced is not refused
+		{"rdmap3s0", "xe", DmabufRefuse, false, 0, false},
+		{"rdmap3s0", "drm", DmabufAllow, false, 0, true}, // amdgpu bounced, xe refused
+		{"rdmap5s0", "nvidia", DmabufAllow, true, 0, false},
+		{"rdmap3s0", "system", DmabufPass, false, syscall.ENOENT, false},
+		{"rdmap3s0", "nosuchdriver", DmabufPass, false, syscall.ENOENT, false},
+		{"mlx5_0", "nvidia", DmabufPass, false, syscall.ENODEV, false},
 	} {
-		a := e.dmabuf(tc.ibdev, tc.exp)
-		amb := a.best.attr.Flags&abi.P2PFlagAmbiguousPeer != 0
-		if a.decision != tc.decision || a.allAllowed != tc.allAllowed || a.err != tc.err || amb != tc.ambiguous {
+		a := e.Dmabuf(tc.ibdev, tc.exp)
+		amb := a.Best.Attr.Flags&abi.P2PFlagAmbiguousPeer != 0
+		if a.Decision != tc.decision || a.AllAllowed != tc.allAllowed || a.Err != tc.err || amb != tc.ambiguous {
 			t.Errorf("%s + %s: decision %d all-allowed %v err %v ambiguous %v; want %d %v %v %v",
-				tc.ibdev, tc.exp, a.decision, a.allAllowed, a.err, amb, tc.decision, tc.allAllowed, tc.err, tc.ambiguous)
+				tc.ibdev, tc.exp, a.Decision, a.AllAllowed, a.Err, amb, tc.decision, tc.allAllowed, tc.err, tc.ambiguous)
 		}
-		if (a.decision != dmabufAllow) != (a.summary != "") {
-			t.Errorf("%s + %s: summary %q", tc.ibdev, tc.exp, a.summary)
+		if (a.Decision != DmabufAllow) != (a.Summary != "") {
+			t.Errorf("%s + %s: summary %q", tc.ibdev, tc.exp, a.Summary)
 		}
 	}
 }
@@ -146,7 +149,7 @@ func TestRefusable(t *testing.T) {
 		{refusedModel, "rdmap5s0", true},       // so does it here
 	} {
 		e, _ := newTestEngine(t, tc.model, "")
-		if got, errno := e.refusable(tc.ibdev); got != tc.want || errno != 0 {
+		if got, errno := e.Refusable(tc.ibdev); got != tc.want || errno != 0 {
 			t.Errorf("%s %s: refusable %v %v, want %v", tc.model, tc.ibdev, got, errno, tc.want)
 		}
 	}
@@ -172,14 +175,14 @@ func TestTopologyFile(t *testing.T) {
 	}
 	var warned []string
 	e := newEngine(dir, good, func(f string, a ...any) { warned = append(warned, fmt.Sprintf(f, a...)) })
-	if a := e.dmabuf("rdmap5s0", "nvidia"); a.decision != dmabufRefuse || len(warned) != 0 {
-		t.Errorf("blocked NIC: decision %d, warnings %q", a.decision, warned)
+	if a := e.Dmabuf("rdmap5s0", "nvidia"); a.Decision != DmabufRefuse || len(warned) != 0 {
+		t.Errorf("blocked NIC: decision %d, warnings %q", a.Decision, warned)
 	}
 	e = newEngine(dir, bad, func(f string, a ...any) { warned = append(warned, fmt.Sprintf(f, a...)) })
-	e.nic("rdmap3s0")
-	e.nic("rdmap5s0")
-	if a := e.dmabuf("rdmap5s0", "nvidia"); a.decision != dmabufAllow || len(warned) != 1 {
-		t.Errorf("bad file: decision %d, warnings %q", a.decision, warned)
+	e.NIC("rdmap3s0")
+	e.NIC("rdmap5s0")
+	if a := e.Dmabuf("rdmap5s0", "nvidia"); a.Decision != DmabufAllow || len(warned) != 1 {
+		t.Errorf("bad file: decision %d, warnings %q", a.Decision, warned)
 	}
 }
 
@@ -197,9 +200,36 @@ func BenchmarkColdP5AllNICs(b *testing.B) {
 	for b.Loop() {
 		e := newEngine(dir, "", nil)
 		for _, n := range names {
-			if a, errno := e.nic(n); errno != 0 || !a.reaches {
-				b.Fatalf("%s: %v %v", n, a.reaches, errno)
+			if a, errno := e.NIC(n); errno != 0 || !a.Reaches {
+				b.Fatalf("%s: %v %v", n, a.Reaches, errno)
 			}
 		}
 	}
+}
+
+// TestAbsentPeersBounded: asking about ever new absent peers does not grow
+// the process (every answer is ENOENT; none is kept past a bound).
+func TestAbsentPeersBounded(t *testing.T) {
+	e, _ := newTestEngine(t, "p5.48xlarge", "")
+	ask := func(from, n int) {
+		for i := from; i < from+n; i++ {
+			peer := p2p.Addr{Domain: uint32(1 + i>>16), Bus: uint8(i >> 8), Device: uint8(i>>3) & 31, Function: uint8(i) & 7}
+			if _, errno := e.Peer("rdmap79s0", peer); errno != syscall.ENOENT {
+				t.Fatalf("absent peer %s: errno %v", peer, errno)
+			}
+		}
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	ask(0, 5000) // past any bound
+	before := heap()
+	ask(5000, 100000)
+	if grown := int64(heap()) - int64(before); grown > 1<<20 {
+		t.Errorf("100,000 more absent peers grew the heap by %d bytes", grown)
+	}
+	runtime.KeepAlive(e)
 }

@@ -1,0 +1,523 @@
+// SPDX-License-Identifier: MIT
+
+package answer
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/efap2p/efap2p/p2p"
+)
+
+// The topology file's index (FILE.idx beside FILE) holds, for every NIC of
+// the machine, what libefap2p's C front asks, in a form C reads without a
+// parser: fixed-size little-endian records, sorted for binary search, and
+// strings by offset into one NUL-separated blob. The C reader is
+// shim/front/precomp.c; its checks and ReadIndex's are the same, and both
+// are fuzzed. docs/topology-file.md describes the layout.
+//
+//	header (64 bytes)
+//	  0  magic "EFAP2PIX"          8  version (u32)       12  header size (u32, 64)
+//	 16  file size (u64)          24  flags (u32)         28  sections (u32)
+//	 32  JSON size (u64)          40  JSON mtime, ns (u64) 48  JSON inode (u64)
+//	 56  kernel (string)          60  boot ID (string)
+//	section table: one {kind, count, offset, size} (u32 each) per section
+//	sections, 8-byte aligned, in table order, the strings last: functions,
+//	NICs, dma-bufs, peers, strings
+//
+// A reader can read the header and the records at once and the strings
+// (reasons and log lines, most of the file) only when it needs one. A
+// dma-buf record whose NIC is AnyNIC holds the answer for every NIC of the
+// index (an exporter of system memory, or one that owns no function).
+//
+// The index is bound to its JSON file by the JSON's size, modification
+// time and inode: a JSON file edited or replaced after the index was
+// written makes the index stale, and the Go core then reads the JSON.
+const (
+	IndexMagic      = "EFAP2PIX"
+	IndexVersion    = 1
+	IndexHeaderSize = 64
+	// MaxIndexSize bounds what a reader reads of an index.
+	MaxIndexSize = 16 << 20
+	// IndexSuffix is appended to the topology file's name.
+	IndexSuffix = ".idx"
+)
+
+// Header flags.
+const (
+	IndexBootBound = 1 << 0 // written at boot: the boot ID binds it
+)
+
+// Section kinds.
+const (
+	SectionStrings   = 1
+	SectionFunctions = 2
+	SectionNICs      = 3
+	SectionDmabufs   = 4
+	SectionPeers     = 5
+	sectionKinds     = 5
+)
+
+// Record sizes.
+const (
+	sectionSize  = 16
+	functionSize = 16
+	nicSize      = 16
+	attrSize     = 48
+	dmabufSize   = 32 + attrSize
+	peerSize     = 16 + attrSize
+)
+
+var recordSize = [sectionKinds + 1]int{SectionFunctions: functionSize, SectionNICs: nicSize, SectionDmabufs: dmabufSize, SectionPeers: peerSize}
+
+// NIC flags.
+const (
+	NICReaches   = 1 << 0
+	NICRefusable = 1 << 1
+)
+
+// JSONIdentity is what binds an index to its JSON file.
+type JSONIdentity struct {
+	Size    uint64
+	MtimeNs uint64
+	Ino     uint64
+}
+
+// Index is a decoded index.
+type Index struct {
+	JSON      JSONIdentity
+	BootBound bool
+	Kernel    string
+	BootID    string
+	Functions []IndexFunction
+	NICs      []IndexNIC
+	Dmabufs   []IndexDmabuf
+	Peers     []IndexPeer
+}
+
+// IndexFunction is a PCI function the index covers, with its IDs.
+type IndexFunction struct {
+	Key            uint64
+	Vendor, Device uint16
+}
+
+// IndexNIC is a NIC's P2P_DMA bit and whether its registrations can be
+// refused.
+type IndexNIC struct {
+	Key     uint64
+	Flags   uint32
+	Summary string
+}
+
+// IndexDmabuf is the registration decision for a (NIC, exporter) pair.
+type IndexDmabuf struct {
+	NIC      uint64
+	Exporter string
+	Dmabuf
+}
+
+// IndexPeer is the attr of a (NIC, peer) pair.
+type IndexPeer struct {
+	NIC, Peer uint64
+	Attr
+}
+
+// AnyNIC is the NIC key of a dma-buf record that holds for every NIC.
+const AnyNIC = ^uint64(0)
+
+// Key packs a PCI address as the index (and the C front) key it:
+// domain << 16 | bus << 8 | devfn.
+func Key(a p2p.Addr) uint64 {
+	return uint64(a.Domain)<<16 | uint64(a.Bus)<<8 | uint64(a.DevFn())
+}
+
+// BuildIndex works out the index for the topology file tf, read by the
+// engine e (whose oracle reads tf), bound to the JSON file's identity id.
+func BuildIndex(e *Engine, tf *p2p.TopologyFile, id JSONIdentity) (*Index, error) {
+	if e.Err() != nil {
+		return nil, e.Err()
+	}
+	ix := &Index{JSON: id, BootBound: tf.Machine.BootID != "", Kernel: tf.Machine.Kernel, BootID: tf.Machine.BootID}
+	for _, f := range tf.Machine.Functions {
+		var v, d uint16
+		if _, err := fmt.Sscanf(f.ID, "%04x:%04x", &v, &d); err != nil {
+			return nil, fmt.Errorf("machine function %s: id %q: %w", f.Addr, f.ID, err)
+		}
+		ix.Functions = append(ix.Functions, IndexFunction{Key(f.Addr), v, d})
+	}
+	devs, err := e.sysfs.RDMADevices()
+	if err != nil {
+		return nil, err
+	}
+	drivers, err := e.sysfs.Drivers()
+	if err != nil {
+		return nil, err
+	}
+	exporters := map[string]bool{}
+	for _, n := range p2p.ExporterNames() {
+		exporters[n] = true
+	}
+	for _, d := range drivers {
+		if d != "pcieport" {
+			exporters[d] = true
+		}
+	}
+	peersOf := map[p2p.Addr][]p2p.Addr{}
+	for _, p := range tf.Pairs {
+		peersOf[p.Client] = append(peersOf[p.Client], p.Provider)
+	}
+	var nicKeys []uint64
+	perNIC := map[string][]IndexDmabuf{}
+	for _, dev := range devs {
+		nic, errno := e.NICAt(dev.Name, dev.Addr)
+		if errno != 0 {
+			continue // not covered: the core answers
+		}
+		n := IndexNIC{Key: Key(dev.Addr), Summary: nic.Summary}
+		if nic.Reaches {
+			n.Flags |= NICReaches
+		}
+		if e.RefusableAt(dev.Addr) {
+			n.Flags |= NICRefusable
+		}
+		ix.NICs = append(ix.NICs, n)
+		nicKeys = append(nicKeys, n.Key)
+		for exp := range exporters {
+			d := e.DmabufAt(dev.Name, dev.Addr, exp)
+			if d.Decision == DmabufPass {
+				// what the front does with a pass: the real function,
+				// or the errno; the rest is for nobody
+				d = Dmabuf{Decision: DmabufPass, Err: d.Err}
+			}
+			perNIC[exp] = append(perNIC[exp], IndexDmabuf{NIC: n.Key, Exporter: exp, Dmabuf: d})
+		}
+		for _, peer := range peersOf[dev.Addr] {
+			if a, errno := e.PeerAt(dev.Addr, peer); errno == 0 {
+				ix.Peers = append(ix.Peers, IndexPeer{NIC: n.Key, Peer: Key(peer), Attr: a})
+			}
+		}
+	}
+	for exp, ds := range perNIC {
+		if uniform(ds) {
+			ix.Dmabufs = append(ix.Dmabufs, IndexDmabuf{NIC: AnyNIC, Exporter: exp, Dmabuf: ds[0].Dmabuf})
+		} else {
+			ix.Dmabufs = append(ix.Dmabufs, ds...)
+		}
+	}
+	ix.sort()
+	return ix, nil
+}
+
+// uniform reports whether every NIC gets the same pass.
+func uniform(ds []IndexDmabuf) bool {
+	for _, d := range ds {
+		if d.Decision != DmabufPass || d.Dmabuf != ds[0].Dmabuf {
+			return false
+		}
+	}
+	return len(ds) > 0
+}
+
+// Dmabuf returns the record for (nic, exp): the NIC's own, else the one
+// for any NIC.
+func (ix *Index) Dmabuf(nic uint64, exp string) (*IndexDmabuf, bool) {
+	for _, k := range []uint64{nic, AnyNIC} {
+		i := sort.Search(len(ix.Dmabufs), func(i int) bool {
+			d := &ix.Dmabufs[i]
+			return d.NIC > k || (d.NIC == k && d.Exporter >= exp)
+		})
+		if i < len(ix.Dmabufs) && ix.Dmabufs[i].NIC == k && ix.Dmabufs[i].Exporter == exp {
+			return &ix.Dmabufs[i], true
+		}
+	}
+	return nil, false
+}
+
+func (ix *Index) sort() {
+	sort.Slice(ix.Functions, func(i, j int) bool { return ix.Functions[i].Key < ix.Functions[j].Key })
+	sort.Slice(ix.NICs, func(i, j int) bool { return ix.NICs[i].Key < ix.NICs[j].Key })
+	sort.Slice(ix.Dmabufs, func(i, j int) bool { return dmabufLess(&ix.Dmabufs[i], &ix.Dmabufs[j]) })
+	sort.Slice(ix.Peers, func(i, j int) bool {
+		a, b := &ix.Peers[i], &ix.Peers[j]
+		return a.NIC < b.NIC || (a.NIC == b.NIC && a.Peer < b.Peer)
+	})
+}
+
+func dmabufLess(a, b *IndexDmabuf) bool {
+	return a.NIC < b.NIC || (a.NIC == b.NIC && strings.Compare(a.Exporter, b.Exporter) < 0)
+}
+
+// strtab collects strings once each; offset 0 is "".
+type strtab struct {
+	buf bytes.Buffer
+	at  map[string]uint32
+}
+
+func (t *strtab) ref(s string) uint32 {
+	if t.at == nil {
+		t.at = map[string]uint32{"": 0}
+		t.buf.WriteByte(0)
+	}
+	if off, ok := t.at[s]; ok {
+		return off
+	}
+	off := uint32(t.buf.Len())
+	t.buf.WriteString(s)
+	t.buf.WriteByte(0)
+	t.at[s] = off
+	return off
+}
+
+var le = binary.LittleEndian
+
+func putAttr(b []byte, a *Attr, strs *strtab) {
+	at := &a.Attr
+	for i, v := range []uint32{at.MapType, uint32(at.Distance), at.Path, at.Outcome, at.Policy, at.Source,
+		at.BandwidthMBs, at.LatencyNs, at.Flags, at.PeerDomain} {
+		le.PutUint32(b[4*i:], v)
+	}
+	b[40], b[41] = at.PeerBus, at.PeerDevFn
+	le.PutUint32(b[44:], strs.ref(a.Reason))
+}
+
+func getAttr(b []byte, strs []byte) (Attr, error) {
+	var a Attr
+	at := &a.Attr
+	for i, p := range []*uint32{&at.MapType, nil, &at.Path, &at.Outcome, &at.Policy, &at.Source,
+		&at.BandwidthMBs, &at.LatencyNs, &at.Flags, &at.PeerDomain} {
+		if p != nil {
+			*p = le.Uint32(b[4*i:])
+		}
+	}
+	at.Distance = int32(le.Uint32(b[4:]))
+	at.PeerBus, at.PeerDevFn = b[40], b[41]
+	var err error
+	a.Reason, err = str(strs, le.Uint32(b[44:]))
+	return a, err
+}
+
+// Marshal encodes the index.
+func (ix *Index) Marshal() []byte {
+	var strs strtab
+	strs.ref("")
+	kernel, boot := strs.ref(ix.Kernel), strs.ref(ix.BootID)
+	var secs [sectionKinds + 1][]byte
+	counts := [sectionKinds + 1]int{}
+	for _, f := range ix.Functions {
+		b := make([]byte, functionSize)
+		le.PutUint64(b, f.Key)
+		le.PutUint16(b[8:], f.Vendor)
+		le.PutUint16(b[10:], f.Device)
+		secs[SectionFunctions] = append(secs[SectionFunctions], b...)
+	}
+	for _, n := range ix.NICs {
+		b := make([]byte, nicSize)
+		le.PutUint64(b, n.Key)
+		le.PutUint32(b[8:], n.Flags)
+		le.PutUint32(b[12:], strs.ref(n.Summary))
+		secs[SectionNICs] = append(secs[SectionNICs], b...)
+	}
+	for i := range ix.Dmabufs {
+		d := &ix.Dmabufs[i]
+		b := make([]byte, dmabufSize)
+		le.PutUint64(b, d.NIC)
+		le.PutUint32(b[8:], strs.ref(d.Exporter))
+		le.PutUint32(b[12:], uint32(int32(d.Decision)))
+		le.PutUint32(b[16:], uint32(d.Err))
+		if d.AllAllowed {
+			le.PutUint32(b[20:], 1)
+		}
+		le.PutUint32(b[24:], strs.ref(d.Summary))
+		putAttr(b[32:], &d.Best, &strs)
+		secs[SectionDmabufs] = append(secs[SectionDmabufs], b...)
+	}
+	for i := range ix.Peers {
+		p := &ix.Peers[i]
+		b := make([]byte, peerSize)
+		le.PutUint64(b, p.NIC)
+		le.PutUint64(b[8:], p.Peer)
+		putAttr(b[16:], &p.Attr, &strs)
+		secs[SectionPeers] = append(secs[SectionPeers], b...)
+	}
+	secs[SectionStrings] = strs.buf.Bytes()
+	counts[SectionFunctions], counts[SectionNICs] = len(ix.Functions), len(ix.NICs)
+	counts[SectionDmabufs], counts[SectionPeers] = len(ix.Dmabufs), len(ix.Peers)
+
+	off := IndexHeaderSize + sectionKinds*sectionSize
+	order := []int{SectionFunctions, SectionNICs, SectionDmabufs, SectionPeers, SectionStrings}
+	out := make([]byte, off)
+	copy(out, IndexMagic)
+	le.PutUint32(out[8:], IndexVersion)
+	le.PutUint32(out[12:], IndexHeaderSize)
+	if ix.BootBound {
+		le.PutUint32(out[24:], IndexBootBound)
+	}
+	le.PutUint32(out[28:], sectionKinds)
+	le.PutUint64(out[32:], ix.JSON.Size)
+	le.PutUint64(out[40:], ix.JSON.MtimeNs)
+	le.PutUint64(out[48:], ix.JSON.Ino)
+	le.PutUint32(out[56:], kernel)
+	le.PutUint32(out[60:], boot)
+	for i, k := range order {
+		for len(out)%8 != 0 {
+			out = append(out, 0)
+		}
+		t := out[IndexHeaderSize+i*sectionSize:]
+		le.PutUint32(t, uint32(k))
+		le.PutUint32(t[4:], uint32(counts[k]))
+		le.PutUint32(t[8:], uint32(len(out)))
+		le.PutUint32(t[12:], uint32(len(secs[k])))
+		out = append(out, secs[k]...)
+	}
+	le.PutUint64(out[16:], uint64(len(out)))
+	return out
+}
+
+// ErrIndex is wrapped by every error about a malformed index.
+var ErrIndex = errors.New("malformed topology index")
+
+func indexErr(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrIndex, fmt.Sprintf(format, args...))
+}
+
+// str returns the NUL-terminated string at off in the blob.
+func str(strs []byte, off uint32) (string, error) {
+	if uint64(off) >= uint64(len(strs)) {
+		return "", indexErr("string offset %d past the strings (%d bytes)", off, len(strs))
+	}
+	end := bytes.IndexByte(strs[off:], 0)
+	return string(strs[off : int(off)+end]), nil
+}
+
+// ReadIndex decodes and checks an index, as the C front does: every
+// offset, length and count within the file, records sorted, strings
+// terminated. It never reads out of bounds, whatever data holds.
+func ReadIndex(data []byte) (*Index, error) {
+	if len(data) < IndexHeaderSize || len(data) > MaxIndexSize {
+		return nil, indexErr("%d bytes", len(data))
+	}
+	if string(data[:8]) != IndexMagic {
+		return nil, indexErr("no %s magic", IndexMagic)
+	}
+	if v := le.Uint32(data[8:]); v != IndexVersion {
+		return nil, indexErr("version %d, this build reads %d", v, IndexVersion)
+	}
+	if le.Uint32(data[12:]) != IndexHeaderSize || le.Uint64(data[16:]) != uint64(len(data)) {
+		return nil, indexErr("header or file size does not match the file")
+	}
+	flags := le.Uint32(data[24:])
+	n := le.Uint32(data[28:])
+	if flags&^IndexBootBound != 0 || n == 0 || n > sectionKinds {
+		return nil, indexErr("flags %#x, %d sections", flags, n)
+	}
+	tableEnd := uint64(IndexHeaderSize) + uint64(n)*sectionSize
+	if tableEnd > uint64(len(data)) {
+		return nil, indexErr("section table past the end")
+	}
+	var secs [sectionKinds + 1][]byte
+	var counts [sectionKinds + 1]int
+	end := tableEnd // sections follow each other in table order
+	for i := uint32(0); i < n; i++ {
+		t := data[IndexHeaderSize+i*sectionSize:]
+		kind, count, off, size := le.Uint32(t), le.Uint32(t[4:]), uint64(le.Uint32(t[8:])), uint64(le.Uint32(t[12:]))
+		if kind == 0 || kind > sectionKinds || secs[kind] != nil || (kind == SectionStrings) != (i == n-1) {
+			return nil, indexErr("section %d: kind %d (the strings come last)", i, kind)
+		}
+		if off%8 != 0 || off < end || off+size > uint64(len(data)) {
+			return nil, indexErr("section %d: %d bytes at %d", kind, size, off)
+		}
+		end = off + size
+		if kind == SectionStrings {
+			if count != 0 || size == 0 || data[off] != 0 || data[off+size-1] != 0 {
+				return nil, indexErr("strings: %d bytes, not NUL-delimited", size)
+			}
+		} else if uint64(count)*uint64(recordSize[kind]) != size {
+			return nil, indexErr("section %d: %d records in %d bytes", kind, count, size)
+		}
+		secs[kind], counts[kind] = data[off:off+size:off+size], int(count)
+	}
+	strs := secs[SectionStrings]
+	if strs == nil {
+		return nil, indexErr("no strings")
+	}
+	ix := &Index{BootBound: flags&IndexBootBound != 0,
+		JSON: JSONIdentity{le.Uint64(data[32:]), le.Uint64(data[40:]), le.Uint64(data[48:])}}
+	var err error
+	if ix.Kernel, err = str(strs, le.Uint32(data[56:])); err != nil {
+		return nil, err
+	}
+	if ix.BootID, err = str(strs, le.Uint32(data[60:])); err != nil {
+		return nil, err
+	}
+	if ix.BootBound != (ix.BootID != "") {
+		return nil, indexErr("boot flag and boot ID disagree")
+	}
+	for i := 0; i < counts[SectionFunctions]; i++ {
+		b := secs[SectionFunctions][i*functionSize:]
+		f := IndexFunction{le.Uint64(b), le.Uint16(b[8:]), le.Uint16(b[10:])}
+		if i > 0 && f.Key <= ix.Functions[i-1].Key {
+			return nil, indexErr("functions not sorted")
+		}
+		ix.Functions = append(ix.Functions, f)
+	}
+	for i := 0; i < counts[SectionNICs]; i++ {
+		b := secs[SectionNICs][i*nicSize:]
+		nic := IndexNIC{Key: le.Uint64(b), Flags: le.Uint32(b[8:])}
+		if nic.Summary, err = str(strs, le.Uint32(b[12:])); err != nil {
+			return nil, err
+		}
+		if nic.Flags&^(NICReaches|NICRefusable) != 0 || (i > 0 && nic.Key <= ix.NICs[i-1].Key) {
+			return nil, indexErr("NIC %d: flags %#x or not sorted", i, nic.Flags)
+		}
+		ix.NICs = append(ix.NICs, nic)
+	}
+	for i := 0; i < counts[SectionDmabufs]; i++ {
+		b := secs[SectionDmabufs][i*dmabufSize:]
+		d := IndexDmabuf{NIC: le.Uint64(b)}
+		if d.Exporter, err = str(strs, le.Uint32(b[8:])); err != nil {
+			return nil, err
+		}
+		d.Decision = int(int32(le.Uint32(b[12:])))
+		d.Err = errnoFrom(le.Uint32(b[16:]))
+		d.AllAllowed = le.Uint32(b[20:]) != 0
+		if d.Summary, err = str(strs, le.Uint32(b[24:])); err != nil {
+			return nil, err
+		}
+		if d.Best, err = getAttr(b[32:], strs); err != nil {
+			return nil, err
+		}
+		if d.Decision < DmabufPass || d.Decision > DmabufAllow || (i > 0 && !dmabufLess(&ix.Dmabufs[i-1], &d)) {
+			return nil, indexErr("dma-buf %d: decision %d or not sorted", i, d.Decision)
+		}
+		ix.Dmabufs = append(ix.Dmabufs, d)
+	}
+	for i := 0; i < counts[SectionPeers]; i++ {
+		b := secs[SectionPeers][i*peerSize:]
+		p := IndexPeer{NIC: le.Uint64(b), Peer: le.Uint64(b[8:])}
+		if p.Attr, err = getAttr(b[16:], strs); err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			q := &ix.Peers[i-1]
+			if p.NIC < q.NIC || (p.NIC == q.NIC && p.Peer <= q.Peer) {
+				return nil, indexErr("peers not sorted")
+			}
+		}
+		ix.Peers = append(ix.Peers, p)
+	}
+	return ix, nil
+}
+
+// errnoFrom reads a stored errno; one past the kernel's range (4095) is
+// malformed and read as EIO.
+func errnoFrom(v uint32) syscall.Errno {
+	if v > 4095 {
+		return syscall.EIO
+	}
+	return syscall.Errno(v)
+}

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: MIT
+
+package answer
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/efap2p/efap2p/p2p"
+)
+
+// WriteTopology writes the topology file tf to name and its index to
+// name+IndexSuffix, for the machine s reads: folders are created (0755),
+// each file is written to a temporary file in the same folder, synced, made
+// mode 0644 and renamed over the old one, so that a reader sees the old
+// file or the new one, never a part. The index is worked out from the
+// written file, as a reader will read it (opts.Warnf reports what it
+// refuses; opts.TopologyFile is set here).
+func WriteTopology(name string, tf *p2p.TopologyFile, s *p2p.Sysfs, opts p2p.Options) error {
+	data, err := tf.Marshal()
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := writeAtomic(name, data); err != nil {
+		return err
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(name, &st); err != nil {
+		return &os.PathError{Op: "stat", Path: name, Err: err}
+	}
+	opts.TopologyFile, opts.TopologyFiles = name, nil
+	o := p2p.NewOracleWith(p2p.NewTopology(s), opts)
+	if err := o.TopologyFileError(); err != nil {
+		return fmt.Errorf("the file just written cannot be read back: %w", err)
+	}
+	ix, err := BuildIndex(NewFromOracle(s, o), tf, JSONIdentity{
+		Size: uint64(st.Size), MtimeNs: uint64(st.Mtim.Sec)*1e9 + uint64(st.Mtim.Nsec), Ino: st.Ino})
+	if err != nil {
+		return err
+	}
+	if err := writeAtomic(name+IndexSuffix, ix.Marshal()); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+// WriteFileAtomic writes data to name as WriteTopology writes its files:
+// the folder created, a temporary file synced, mode 0644, renamed.
+func WriteFileAtomic(name string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		return err
+	}
+	if err := writeAtomic(name, data); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(name))
+}
+
+func writeAtomic(name string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			os.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, name); err != nil {
+		return err
+	}
+	ok = true
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && err != syscall.EINVAL {
+		return err
+	}
+	return nil
+}
