@@ -5,17 +5,20 @@ package sim
 import "strings"
 
 // EmulatorEnv returns environ as a process inside an emulated host needs
-// it: SYSFS_PATH set to the tree at dir, the emulator library lib appended
-// to LD_PRELOAD (after whatever the caller preloads), and any earlier
-// SYSFS_PATH, EFASIM_CONFIG or variable named in drop removed. extra
-// entries ("NAME=value") are appended.
+// it: SYSFS_PATH set to the tree at dir, EFAP2P_TOPOLOGY_ROOT too (the
+// emulated host's default topology files are dir/run/efap2p/topology.json
+// and dir/etc/efap2p/topology.json, never the real host's), the emulator
+// library lib appended to LD_PRELOAD (after whatever the caller preloads),
+// and any earlier SYSFS_PATH, EFASIM_CONFIG, EFAP2P_TOPOLOGY_ROOT or
+// variable named in drop removed. extra entries ("NAME=value") are
+// appended.
 func EmulatorEnv(environ []string, dir, lib string, drop []string, extra ...string) []string {
 	out := make([]string, 0, len(environ)+2+len(extra))
 	preload := ""
 	for _, kv := range environ {
 		name, value, _ := strings.Cut(kv, "=")
 		switch {
-		case name == "SYSFS_PATH", name == "EFASIM_CONFIG":
+		case name == "SYSFS_PATH", name == "EFASIM_CONFIG", name == "EFAP2P_TOPOLOGY_ROOT":
 			continue
 		case name == "LD_PRELOAD":
 			preload = strings.TrimSpace(value)
@@ -34,6 +37,6 @@ func EmulatorEnv(environ []string, dir, lib string, drop []string, extra ...stri
 	} else {
 		preload = lib
 	}
-	out = append(out, "SYSFS_PATH="+dir, "LD_PRELOAD="+preload)
+	out = append(out, "SYSFS_PATH="+dir, "EFAP2P_TOPOLOGY_ROOT="+dir, "LD_PRELOAD="+preload)
 	return append(out, extra...)
 }

@@ -31,8 +31,8 @@ with tempfile.TemporaryDirectory() as tmp:
         print(r.stderr, end="", file=sys.stderr)
         if r.returncode:
             failures.append(f"test_dmabuf {mode} with {os.path.basename(path)}: exit {r.returncode}")
-        complaints = r.stdout.count("efap2p: error: bad topology file") + \
-            r.stderr.count("efap2p: error: bad topology file")
+        complaints = r.stdout.count("efap2p: error: " + path) + \
+            r.stderr.count("efap2p: error: " + path)
         if complaints != (1 if path == bad else 0):
             failures.append(f"{os.path.basename(path)}: {complaints} complaint(s) about the file")
 for f in failures:

@@ -21,11 +21,12 @@ import (
 // shim/front/precomp.c; its checks and ReadIndex's are the same, and both
 // are fuzzed. docs/topology-file.md describes the layout.
 //
-//	header (64 bytes)
-//	  0  magic "EFAP2PIX"          8  version (u32)       12  header size (u32, 64)
+//	header (192 bytes)
+//	  0  magic "EFAP2PIX"          8  version (u32)       12  header size (u32, 192)
 //	 16  file size (u64)          24  flags (u32)         28  sections (u32)
 //	 32  JSON size (u64)          40  JSON mtime, ns (u64) 48  JSON inode (u64)
-//	 56  kernel (string)          60  boot ID (string)
+//	 64  kernel release (char[72], NUL-terminated)
+//	136  boot ID (char[48], NUL-terminated; "" unless boot-bound)
 //	section table: one {kind, count, offset, size} (u32 each) per section
 //	sections, 8-byte aligned, in table order, the strings last: functions,
 //	NICs, dma-bufs, peers, strings
@@ -41,7 +42,7 @@ import (
 const (
 	IndexMagic      = "EFAP2PIX"
 	IndexVersion    = 1
-	IndexHeaderSize = 64
+	IndexHeaderSize = 192
 	// MaxIndexSize bounds what a reader reads of an index.
 	MaxIndexSize = 16 << 20
 	// IndexSuffix is appended to the topology file's name.
@@ -69,8 +70,14 @@ const (
 	functionSize = 16
 	nicSize      = 16
 	attrSize     = 48
-	dmabufSize   = 32 + attrSize
+	dmabufSize   = 56 + attrSize
 	peerSize     = 16 + attrSize
+
+	kernelOff, kernelLen = 64, 72
+	bootOff, bootLen     = 136, 48
+	// MaxExporterName is the longest exporter name a dma-buf record
+	// holds (inline, so that a lookup needs no string).
+	MaxExporterName = 31
 )
 
 var recordSize = [sectionKinds + 1]int{SectionFunctions: functionSize, SectionNICs: nicSize, SectionDmabufs: dmabufSize, SectionPeers: peerSize}
@@ -166,6 +173,14 @@ func BuildIndex(e *Engine, tf *p2p.TopologyFile, id JSONIdentity) (*Index, error
 		if d != "pcieport" {
 			exporters[d] = true
 		}
+	}
+	for n := range exporters {
+		if len(n) > MaxExporterName || strings.IndexByte(n, 0) >= 0 {
+			delete(exporters, n) // not covered: the core answers
+		}
+	}
+	if len(ix.Kernel) >= kernelLen || len(ix.BootID) >= bootLen {
+		return nil, fmt.Errorf("kernel release %q or boot ID %q too long for an index", ix.Kernel, ix.BootID)
 	}
 	peersOf := map[p2p.Addr][]p2p.Addr{}
 	for _, p := range tf.Pairs {
@@ -305,7 +320,6 @@ func getAttr(b []byte, strs []byte) (Attr, error) {
 func (ix *Index) Marshal() []byte {
 	var strs strtab
 	strs.ref("")
-	kernel, boot := strs.ref(ix.Kernel), strs.ref(ix.BootID)
 	var secs [sectionKinds + 1][]byte
 	counts := [sectionKinds + 1]int{}
 	for _, f := range ix.Functions {
@@ -326,14 +340,14 @@ func (ix *Index) Marshal() []byte {
 		d := &ix.Dmabufs[i]
 		b := make([]byte, dmabufSize)
 		le.PutUint64(b, d.NIC)
-		le.PutUint32(b[8:], strs.ref(d.Exporter))
-		le.PutUint32(b[12:], uint32(int32(d.Decision)))
-		le.PutUint32(b[16:], uint32(d.Err))
+		copy(b[8:40], d.Exporter)
+		le.PutUint32(b[40:], uint32(int32(d.Decision)))
+		le.PutUint32(b[44:], uint32(d.Err))
 		if d.AllAllowed {
-			le.PutUint32(b[20:], 1)
+			le.PutUint32(b[48:], 1)
 		}
-		le.PutUint32(b[24:], strs.ref(d.Summary))
-		putAttr(b[32:], &d.Best, &strs)
+		le.PutUint32(b[52:], strs.ref(d.Summary))
+		putAttr(b[56:], &d.Best, &strs)
 		secs[SectionDmabufs] = append(secs[SectionDmabufs], b...)
 	}
 	for i := range ix.Peers {
@@ -361,8 +375,8 @@ func (ix *Index) Marshal() []byte {
 	le.PutUint64(out[32:], ix.JSON.Size)
 	le.PutUint64(out[40:], ix.JSON.MtimeNs)
 	le.PutUint64(out[48:], ix.JSON.Ino)
-	le.PutUint32(out[56:], kernel)
-	le.PutUint32(out[60:], boot)
+	copy(out[kernelOff:kernelOff+kernelLen-1], ix.Kernel)
+	copy(out[bootOff:bootOff+bootLen-1], ix.BootID)
 	for i, k := range order {
 		for len(out)%8 != 0 {
 			out = append(out, 0)
@@ -392,6 +406,15 @@ func str(strs []byte, off uint32) (string, error) {
 	}
 	end := bytes.IndexByte(strs[off:], 0)
 	return string(strs[off : int(off)+end]), nil
+}
+
+// inline returns the NUL-terminated string of a fixed field.
+func inline(b []byte) (string, error) {
+	n := bytes.IndexByte(b, 0)
+	if n < 0 {
+		return "", indexErr("a %d-byte name is not NUL-terminated", len(b))
+	}
+	return string(b[:n]), nil
 }
 
 // ReadIndex decodes and checks an index, as the C front does: every
@@ -448,10 +471,10 @@ func ReadIndex(data []byte) (*Index, error) {
 	ix := &Index{BootBound: flags&IndexBootBound != 0,
 		JSON: JSONIdentity{le.Uint64(data[32:]), le.Uint64(data[40:]), le.Uint64(data[48:])}}
 	var err error
-	if ix.Kernel, err = str(strs, le.Uint32(data[56:])); err != nil {
+	if ix.Kernel, err = inline(data[kernelOff : kernelOff+kernelLen]); err != nil {
 		return nil, err
 	}
-	if ix.BootID, err = str(strs, le.Uint32(data[60:])); err != nil {
+	if ix.BootID, err = inline(data[bootOff : bootOff+bootLen]); err != nil {
 		return nil, err
 	}
 	if ix.BootBound != (ix.BootID != "") {
@@ -479,19 +502,19 @@ func ReadIndex(data []byte) (*Index, error) {
 	for i := 0; i < counts[SectionDmabufs]; i++ {
 		b := secs[SectionDmabufs][i*dmabufSize:]
 		d := IndexDmabuf{NIC: le.Uint64(b)}
-		if d.Exporter, err = str(strs, le.Uint32(b[8:])); err != nil {
+		if d.Exporter, err = inline(b[8:40]); err != nil {
 			return nil, err
 		}
-		d.Decision = int(int32(le.Uint32(b[12:])))
-		d.Err = errnoFrom(le.Uint32(b[16:]))
-		d.AllAllowed = le.Uint32(b[20:]) != 0
-		if d.Summary, err = str(strs, le.Uint32(b[24:])); err != nil {
+		d.Decision = int(int32(le.Uint32(b[40:])))
+		d.Err = errnoFrom(le.Uint32(b[44:]))
+		d.AllAllowed = le.Uint32(b[48:]) != 0
+		if d.Summary, err = str(strs, le.Uint32(b[52:])); err != nil {
 			return nil, err
 		}
-		if d.Best, err = getAttr(b[32:], strs); err != nil {
+		if d.Best, err = getAttr(b[56:], strs); err != nil {
 			return nil, err
 		}
-		if d.Decision < DmabufPass || d.Decision > DmabufAllow || (i > 0 && !dmabufLess(&ix.Dmabufs[i-1], &d)) {
+		if d.Exporter == "" || d.Decision < DmabufPass || d.Decision > DmabufAllow || (i > 0 && !dmabufLess(&ix.Dmabufs[i-1], &d)) {
 			return nil, indexErr("dma-buf %d: decision %d or not sorted", i, d.Decision)
 		}
 		ix.Dmabufs = append(ix.Dmabufs, d)

@@ -183,7 +183,7 @@ func TestReadIndexRejects(t *testing.T) {
 		{"record count", put32(nics+4, le.Uint32(good[nics+4:])+1)},
 		{"string offset", put32(nicData+12, 1<<30)},
 		{"unsorted NICs", put32(nicData, 0xffffffff)},
-		{"kernel offset", put32(56, 1<<31)},
+		{"kernel not terminated", append(append(bytes.Clone(good[:64]), bytes.Repeat([]byte("x"), 72)...), good[136:]...)},
 	} {
 		if _, err := ReadIndex(tc.data); !errors.Is(err, ErrIndex) {
 			t.Errorf("%s: %v, want ErrIndex", tc.name, err)

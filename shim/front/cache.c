@@ -12,7 +12,11 @@
  *   exporter, so that a warm registration needs one fstat, not a read of
  *   /proc/self/fdinfo.
  *
- * Tables are fixed arrays, written once per entry under insert_lock and
+ * - device pointers: struct ibv_device * -> device index, so that the warm
+ *   efadv_query_device finds its answer with one hash of a pointer;
+ *
+ * Tables are fixed arrays, written once per entry under insert_lock (by
+ * callers inside a guard, so that no signal handler can re-enter it) and
  * published with a release store; readers take no lock. When a table is
  * full, answers are simply not cached. The fd table is direct-mapped and
  * overwrites old entries, under a sequence counter per slot.
@@ -40,6 +44,13 @@ struct name {
 	char s[NAME_MAX_LEN];
 	_Atomic int caps;	/* devices: EFAP2P_UNKNOWN, _NO or _YES, for P2P_DMA */
 	_Atomic int refusable;	/* devices: EFAP2P_UNKNOWN, _NO or _YES, a dma-buf may be refused */
+	/* devices: the access flags the NIC's driver takes for an MR
+	 * (EFAP2P_ACCESS_*), 0 until known */
+	_Atomic uint32_t access;
+	/* devices: the PCI function's key once read (key_state: 0 not
+	 * read, 1 read, else the errno + 2) */
+	_Atomic int key_state;
+	uint64_t key;
 };
 
 struct names {
@@ -112,6 +123,108 @@ _Atomic int *efap2p_dev_refusable(int dev)
 const char *efap2p_dev_name(int dev)
 {
 	return dev_names[dev].s;
+}
+
+_Atomic uint32_t *efap2p_dev_access(int dev)
+{
+	return &dev_names[dev].access;
+}
+
+int efap2p_dev_key(int dev, struct ibv_device *device, uint64_t *key)
+{
+	struct name *n = &dev_names[dev];
+	int st = atomic_load_explicit(&n->key_state, memory_order_acquire), rc;
+
+	if (!st) {
+		uint64_t k = 0;
+
+		rc = efap2p_nic_key(device, &k);
+		pthread_mutex_lock(&insert_lock);
+		if (!atomic_load_explicit(&n->key_state, memory_order_relaxed)) {
+			n->key = k;
+			atomic_store_explicit(&n->key_state, rc ? rc + 2 : 1, memory_order_release);
+		}
+		pthread_mutex_unlock(&insert_lock);
+		st = atomic_load_explicit(&n->key_state, memory_order_acquire);
+	}
+	if (st != 1)
+		return st - 2;
+	*key = n->key;
+	return 0;
+}
+
+/* ---- devices by their struct ibv_device: the warm paths' index ---- */
+
+#define DEV_SLOTS 1024	/* power of two */
+
+struct dev_slot {
+	_Atomic uintptr_t ptr;	/* 0: empty */
+	int dev;
+};
+
+static struct dev_slot dev_slots[DEV_SLOTS];
+static int dev_slots_used;
+
+static uint32_t hash_ptr(uintptr_t p)
+{
+	uint64_t k = (uint64_t)p >> 4;
+
+	k ^= k >> 29;
+	k *= 0xbf58476d1ce4e5b9ull;
+	return (uint32_t)(k >> 32);
+}
+
+/* Is entry dev the device called name? The common short name in one
+ * comparison of 16 bytes where both are NUL-padded, as libibverbs'
+ * zeroed device structs are. */
+static int same_name(int dev, const char *name)
+{
+	const char *s = dev_names[dev].s;
+
+	if (!memcmp(s, name, 16))
+		return !s[15] || !strcmp(s, name);
+	return !strcmp(s, name);
+}
+
+int efap2p_dev_lookup(const struct ibv_device *device)
+{
+	uintptr_t p = (uintptr_t)device;
+	uint32_t i = hash_ptr(p) & (DEV_SLOTS - 1), probes;
+
+	for (probes = 0; probes < DEV_SLOTS; probes++, i = (i + 1) & (DEV_SLOTS - 1)) {
+		uintptr_t k = atomic_load_explicit(&dev_slots[i].ptr, memory_order_acquire);
+
+		if (k == p)
+			return same_name(dev_slots[i].dev, device->name) ? dev_slots[i].dev : -1;
+		if (!k)
+			return -1;
+	}
+	return -1;
+}
+
+int efap2p_dev_of(const struct ibv_device *device)
+{
+	uintptr_t p = (uintptr_t)device;
+	uint32_t i = hash_ptr(p) & (DEV_SLOTS - 1);
+	int dev = efap2p_dev_index(device->name);
+
+	if (dev < 0 || efap2p_dev_lookup(device) == dev)
+		return dev;
+	pthread_mutex_lock(&insert_lock);
+	if (dev_slots_used < DEV_SLOTS / 4 * 3) {
+		while (atomic_load_explicit(&dev_slots[i].ptr, memory_order_relaxed) &&
+		       atomic_load_explicit(&dev_slots[i].ptr, memory_order_relaxed) != p)
+			i = (i + 1) & (DEV_SLOTS - 1);
+		/* a pointer seen before for another name (a device freed and
+		 * its memory reused) keeps its slot: lookups by name answer */
+		if (!atomic_load_explicit(&dev_slots[i].ptr, memory_order_relaxed)) {
+			dev_slots[i].dev = dev;
+			atomic_store_explicit(&dev_slots[i].ptr, p, memory_order_release);
+			dev_slots_used++;
+		}
+	}
+	pthread_mutex_unlock(&insert_lock);
+	return dev;
 }
 
 int efap2p_exp_index(const char *exp_name)
@@ -195,6 +308,8 @@ struct efap2p_pair *efap2p_pair_add(const struct efap2p_pair *p)
 			pairs[i].dev = p->dev;
 			pairs[i].exp = p->exp;
 			pairs[i].core = p->core;
+			pairs[i].index_attr = p->index_attr;
+			pairs[i].index_summary = p->index_summary;
 			atomic_store_explicit(&pair_keys[i], key, memory_order_release);
 		}
 	}

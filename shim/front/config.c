@@ -1,18 +1,28 @@
 // SPDX-License-Identifier: MIT
 /*
- * The environment, read once on first use with secure_getenv (so a setuid
- * or setgid program sees the defaults), and the log.
+ * The environment, read once on first use with secure_getenv (so that a
+ * secure-execution program -- setuid, setgid, file capabilities -- sees the
+ * defaults), and the log.
  *
- *   EFAP2P_MODE      enforce (default) | advise | off
- *   EFAP2P_LOG       off | error (default) | info | debug
- *   EFAP2P_TOPOLOGY  a topology file written by `efap2p export`
- *   EFAP2P_CORE      the Go core to load instead of the one found next to
- *                    the library
+ *   EFAP2P_MODE           enforce (default) | advise | off
+ *   EFAP2P_LOG            off | error (default) | info | debug
+ *   EFAP2P_TOPOLOGY       the topology file to read instead of the default
+ *                         places (/run/efap2p, then /etc/efap2p)
+ *   EFAP2P_TOPOLOGY_ROOT  a folder the default places are looked for in
+ *                         (tests and emulated hosts)
+ *   EFAP2P_CORE           the Go core to load instead of the one found next
+ *                         to the library
+ *   SYSFS_PATH            the sysfs root, as libibverbs reads it
+ *
+ * The first call reads them inside a guard (guard.c), under a mutex: a
+ * signal handler calling into the library cannot interrupt it there, and
+ * another thread waits only for these few getenv calls.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +31,9 @@
 #include "front.h"
 
 static struct efap2p_config config;
-static pthread_once_t config_once = PTHREAD_ONCE_INIT;
+static _Atomic int config_ready;
+static pthread_mutex_t config_lock = PTHREAD_MUTEX_INITIALIZER;
+static char sysfs_root[4096];
 
 static void log_line(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -44,6 +56,23 @@ static const char *nonempty(const char *s)
 	return (s && *s) ? s : NULL;
 }
 
+/* $SYSFS_PATH without its trailing slashes, else /sys, as libibverbs
+ * picks it. */
+static const char *sysfs_path(void)
+{
+	const char *env = nonempty(secure_getenv("SYSFS_PATH"));
+	size_t n;
+
+	if (!env || strlen(env) >= sizeof(sysfs_root))
+		return "/sys";
+	n = strlen(env);
+	while (n > 1 && env[n - 1] == '/')
+		n--;
+	memcpy(sysfs_root, env, n);
+	sysfs_root[n] = 0;
+	return sysfs_root;
+}
+
 static void config_read(void)
 {
 	static const char *const modes[] = { "enforce", "advise", "off", NULL };
@@ -55,8 +84,12 @@ static void config_read(void)
 	config.log_level = pick(log, levels, EFAP2P_LOG_ERROR, &bad_log);
 	config.mode = pick(mode, modes, EFAP2P_MODE_ENFORCE, &bad_mode);
 	config.topology = nonempty(secure_getenv("EFAP2P_TOPOLOGY"));
+	config.topology_root = nonempty(secure_getenv("EFAP2P_TOPOLOGY_ROOT"));
+	if (!config.topology_root)
+		config.topology_root = "";
 	config.core = nonempty(secure_getenv("EFAP2P_CORE"));
-	/* efap2p_log would wait on config_once: write these directly */
+	config.sysfs = sysfs_path();
+	/* efap2p_log would wait for the config: write these directly */
 	if (bad_log)
 		log_line(EFAP2P_LOG_ERROR, "EFAP2P_LOG=%s is not off, error, info or debug: using error", log);
 	if (bad_mode && config.log_level >= EFAP2P_LOG_ERROR)
@@ -65,8 +98,25 @@ static void config_read(void)
 
 const struct efap2p_config *efap2p_config(void)
 {
-	pthread_once(&config_once, config_read);
+	struct efap2p_guard g;
+
+	if (atomic_load_explicit(&config_ready, memory_order_acquire))
+		return &config;
+	efap2p_guard_enter(&g);
+	pthread_mutex_lock(&config_lock);
+	if (!atomic_load_explicit(&config_ready, memory_order_relaxed)) {
+		config_read();
+		atomic_store_explicit(&config_ready, 1, memory_order_release);
+	}
+	pthread_mutex_unlock(&config_lock);
+	efap2p_guard_leave(&g);
 	return &config;
+}
+
+/* In the child of fork(): only this thread exists. */
+void efap2p_config_atfork_child(void)
+{
+	pthread_mutex_init(&config_lock, NULL);
 }
 
 /*
@@ -84,7 +134,7 @@ static void vlog_line(int level, const char *fmt, va_list ap)
 	if (n > (int)sizeof(line) - 2)
 		n = (int)sizeof(line) - 2;
 	line[n++] = '\n';
-	if (write(STDERR_FILENO, line, (size_t)n) < 0) {
+	if (!efap2p_guard_defer(line, (size_t)n) && write(STDERR_FILENO, line, (size_t)n) < 0) {
 		/* nowhere left to report it */
 	}
 	errno = saved;

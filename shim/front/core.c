@@ -15,17 +15,24 @@
  * what is cached in C memory, or pass through. A child forked before the
  * core was ever needed has no Go runtime and may load its own.
  *
- * Signals: the core is loaded, and every Go call made, with the
- * asynchronous signals blocked in the calling thread. Threads the runtime
- * starts inherit that mask, and no host handler ever runs on a Go stack;
- * a signal that arrives meanwhile is delivered when the call returns.
+ * Signals: the core is loaded, and every Go call made, inside the caller's
+ * guard (guard.c): the asynchronous signals blocked in the calling thread.
+ * Threads the runtime starts inherit that mask, and no host handler ever
+ * runs on a Go stack; a signal that arrives meanwhile is delivered when the
+ * call returns.
+ *
+ * Before the core is first loaded, host.c asks whether a Go runtime may
+ * start in this process at all (another Go runtime, signals the host keeps
+ * blocked for a signalfd, resource limits); when not, the core is never
+ * loaded and the front answers from the topology file's index, or passes
+ * through, having said why once. A core already loaded in this process (by
+ * an earlier instance of this library, dlclose()d and dlopen()ed again) is
+ * found and used again: Go runtimes are never unloaded.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <elf.h>
 #include <errno.h>
 #include <limits.h>
-#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -59,82 +66,20 @@ static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
 /* The directory this library was loaded from ("" if unknown). */
 static char self_dir[PATH_MAX];
 
-/* Blocks every signal that may be asynchronous; the synchronous ones stay
- * open so that a fault is still a fault. */
-static void signals_block(sigset_t *old)
+/* dlopen()s path (only if already loaded, with RTLD_NOLOAD in flags);
+ * when it exists but does not load, why says why. */
+static void *try_core(const char *path, int flags, char *why, size_t len)
 {
-	static const int sync_sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS };
-	sigset_t set;
-	size_t i;
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE | flags);
 
-	sigfillset(&set);
-	for (i = 0; i < sizeof(sync_sigs) / sizeof(sync_sigs[0]); i++)
-		sigdelset(&set, sync_sigs[i]);
-	pthread_sigmask(SIG_BLOCK, &set, old);
-}
-
-static void signals_restore(const sigset_t *old)
-{
-	pthread_sigmask(SIG_SETMASK, old, NULL);
-}
-
-/* A note named "Go" (padded to 4 bytes) of type 4 is the Go build ID,
- * which every Go program and Go shared library carries. */
-static int has_go_note(const char *p, size_t len)
-{
-	size_t off = 0;
-
-	while (off + sizeof(ElfW(Nhdr)) <= len) {
-		const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)(p + off);
-		size_t name = off + sizeof(*n), desc = name + ((n->n_namesz + 3) & ~3u);
-
-		if (n->n_type == 4 && (n->n_namesz == 3 || n->n_namesz == 4) && desc <= len &&
-		    !memcmp(p + name, "Go", 3))
-			return 1;
-		off = desc + ((n->n_descsz + 3) & ~3u);
-	}
-	return 0;
-}
-
-static int find_go(struct dl_phdr_info *info, size_t size, void *data)
-{
-	int i;
-
-	(void)size;
-	for (i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-
-		if (ph->p_type == PT_NOTE &&
-		    has_go_note((const char *)(info->dlpi_addr + ph->p_vaddr), ph->p_memsz)) {
-			*(const char **)data = info->dlpi_name;
-			return 1;
-		}
-	}
-	return 0;
-}
-
-/* Only one Go runtime may live in a process: is there one already? */
-static const char *go_in_process(void)
-{
-	const char *who = NULL;
-
-	if (!dl_iterate_phdr(find_go, &who))
-		return NULL;
-	return (who && *who) ? who : "the program";
-}
-
-/* dlopen()s path; when it exists but does not load, why says why. */
-static void *try_core(const char *path, char *why, size_t len)
-{
-	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-
-	if (!h && access(path, F_OK) == 0)
+	if (!h && !(flags & RTLD_NOLOAD) && access(path, F_OK) == 0)
 		snprintf(why, len, "%s", dlerror());
 	return h;
 }
 
-/* dlopen()s the first core found; why says what went wrong otherwise. */
-static void *find_core(char *why, size_t len)
+/* dlopen()s the first core found (with RTLD_NOLOAD: the first one already
+ * loaded); why says what went wrong otherwise. */
+static void *find_core(int flags, char *why, size_t len)
 {
 	const char *env = efap2p_config()->core;
 	char path[PATH_MAX + 32];
@@ -143,17 +88,17 @@ static void *find_core(char *why, size_t len)
 	snprintf(why, len, "%s is not next to the library, nor in %s", CORE_NAME, EFAP2P_CORE_DIR);
 	if (env) {
 		snprintf(why, len, "EFAP2P_CORE=%s does not exist", env);
-		return try_core(env, why, len);
+		return try_core(env, flags, why, len);
 	}
 	if (self_dir[0]) {
 		snprintf(path, sizeof(path), "%s/%s", self_dir, CORE_NAME);
-		if ((h = try_core(path, why, len)))
+		if ((h = try_core(path, flags, why, len)))
 			return h;
 		snprintf(path, sizeof(path), "%s/efap2p/%s", self_dir, CORE_NAME);
-		if ((h = try_core(path, why, len)))
+		if ((h = try_core(path, flags, why, len)))
 			return h;
 	}
-	return try_core(EFAP2P_CORE_DIR "/" CORE_NAME, why, len);
+	return try_core(EFAP2P_CORE_DIR "/" CORE_NAME, flags, why, len);
 }
 
 static int bind_core(void *h, char *why, size_t len)
@@ -176,23 +121,27 @@ static int bind_core(void *h, char *why, size_t len)
 	return 0;
 }
 
-/* Loads and starts the core; called once, under load_lock, with the
- * asynchronous signals blocked. */
-static int load_core(void)
+/* Loads and starts the core; called once, under load_lock, inside the
+ * caller's guard g. */
+static int load_core(const struct efap2p_guard *g)
 {
 	const struct efap2p_config *cfg = efap2p_config();
-	struct efap2p_core_config cc = { .topology = cfg->topology, .log_level = cfg->log_level };
-	const char *go = go_in_process();
-	char why[PATH_MAX + 128];
-	void *h;
+	struct efap2p_core_config cc = {
+		.topology_files = efap2p_precomp_core_files(),
+		.log_level = cfg->log_level,
+	};
+	char why[PATH_MAX + 256];
+	void *h = find_core(RTLD_NOLOAD, why, sizeof(why));
 
-	if (go) {
-		efap2p_log(EFAP2P_LOG_ERROR,
-			   "%s has a Go runtime and a process can hold only one: no P2P answers here (Go programs use the efadv package)",
-			   go);
-		return CORE_FAILED;
+	if (!h) {
+		if (efap2p_host_refuses_go(&g->mask, why, sizeof(why))) {
+			efap2p_log(EFAP2P_LOG_ERROR, "the oracle's Go core is not loaded: %s; %s", why,
+				   efap2p_precomp() ? "answers come from the topology file's index only"
+						    : "no P2P answers here (efap2p export writes a topology file that needs no Go)");
+			return CORE_FAILED;
+		}
+		h = find_core(0, why, sizeof(why));
 	}
-	h = find_core(why, sizeof(why));
 	if (!h || bind_core(h, why, sizeof(why))) {
 		efap2p_log(EFAP2P_LOG_ERROR, "cannot load the oracle: %s; set EFAP2P_CORE", why);
 		return CORE_FAILED;
@@ -204,81 +153,56 @@ static int load_core(void)
 	return CORE_READY;
 }
 
-/* 0 when the core can be called, else ECHILD or ELIBACC. */
-static int core_ready(void)
+/* 0 when the core can be called, else ECHILD or ELIBACC. Called inside
+ * the caller's guard g. */
+static int core_ready(const struct efap2p_guard *g)
 {
 	int st;
-	sigset_t old;
 
 	if (atomic_load_explicit(&core_inherited, memory_order_relaxed))
 		return ECHILD;
 	st = atomic_load_explicit(&core_state, memory_order_acquire);
 	if (st == CORE_NONE || st == CORE_LOADING) {
-		signals_block(&old);
 		pthread_mutex_lock(&load_lock);
 		st = atomic_load_explicit(&core_state, memory_order_acquire);
 		if (st == CORE_NONE) {
 			atomic_store_explicit(&core_state, CORE_LOADING, memory_order_relaxed);
-			st = load_core();
+			st = load_core(g);
 			atomic_store_explicit(&core_state, st, memory_order_release);
 		}
 		pthread_mutex_unlock(&load_lock);
-		signals_restore(&old);
 	}
 	return st == CORE_READY ? 0 : ELIBACC;
 }
 
-int efap2p_core_nic(const char *ibdev, struct efap2p_core_nic *out)
+int efap2p_core_nic(const struct efap2p_guard *g, const char *ibdev, struct efap2p_core_nic *out)
 {
-	sigset_t old;
-	int rc = core_ready();
+	int rc = core_ready(g);
 
-	if (rc)
-		return rc;
-	signals_block(&old);
-	rc = api.nic(ibdev, out);
-	signals_restore(&old);
-	return rc;
+	return rc ? rc : api.nic(ibdev, out);
 }
 
-int efap2p_core_dmabuf(const char *ibdev, const char *exp_name, struct efap2p_core_dmabuf *out)
+int efap2p_core_dmabuf(const struct efap2p_guard *g, const char *ibdev, const char *exp_name,
+		       struct efap2p_core_dmabuf *out)
 {
-	sigset_t old;
-	int rc = core_ready();
+	int rc = core_ready(g);
 
-	if (rc)
-		return rc;
-	signals_block(&old);
-	rc = api.dmabuf(ibdev, exp_name, out);
-	signals_restore(&old);
-	return rc;
+	return rc ? rc : api.dmabuf(ibdev, exp_name, out);
 }
 
-int efap2p_core_peer(const char *ibdev, uint32_t domain, uint32_t bus, uint32_t devfn,
-		     struct efadv_p2p_attr *out)
+int efap2p_core_peer(const struct efap2p_guard *g, const char *ibdev, uint32_t domain,
+		     uint32_t bus, uint32_t devfn, struct efadv_p2p_attr *out)
 {
-	sigset_t old;
-	int rc = core_ready();
+	int rc = core_ready(g);
 
-	if (rc)
-		return rc;
-	signals_block(&old);
-	rc = api.peer(ibdev, domain, bus, devfn, out);
-	signals_restore(&old);
-	return rc;
+	return rc ? rc : api.peer(ibdev, domain, bus, devfn, out);
 }
 
-int efap2p_core_refusable(const char *ibdev, int *out)
+int efap2p_core_refusable(const struct efap2p_guard *g, const char *ibdev, int *out)
 {
-	sigset_t old;
-	int rc = core_ready();
+	int rc = core_ready(g);
 
-	if (rc)
-		return rc;
-	signals_block(&old);
-	rc = api.refusable(ibdev, out);
-	signals_restore(&old);
-	return rc;
+	return rc ? rc : api.refusable(ibdev, out);
 }
 
 /* In the child of fork(): only this thread exists, so the lock is free. */
@@ -292,6 +216,8 @@ void efap2p_core_atfork_child(void)
 static void atfork_child(void)
 {
 	efap2p_core_atfork_child();
+	efap2p_config_atfork_child();
+	efap2p_precomp_atfork_child();
 	efap2p_cache_atfork_child();
 }
 

@@ -77,6 +77,7 @@ static int parse_exp_name(const char *text, char *name, size_t len)
 int efap2p_dmabuf_identify(int fd, struct efap2p_dmabuf_id *id)
 {
 	char text[2048], name[IBV_SYSFS_NAME_MAX];
+	struct efap2p_guard g;
 	struct statfs sf;
 	struct stat st;
 	int rc;
@@ -96,19 +97,42 @@ int efap2p_dmabuf_identify(int fd, struct efap2p_dmabuf_id *id)
 		rc = parse_exp_name(text, name, sizeof(name));
 	if (rc)
 		return EIO;
+	efap2p_guard_enter(&g);
 	id->exp = efap2p_exp_index(name);
-	if (id->exp < 0)
-		return EIO;
-	efap2p_fd_add(st.st_dev, st.st_ino, id->exp);
+	if (id->exp >= 0)
+		efap2p_fd_add(st.st_dev, st.st_ino, id->exp);
+	efap2p_guard_leave(&g);
+	return id->exp < 0 ? EIO : 0;
+}
+
+/* The decision from the topology file's index; 0, or ENOENT when it has
+ * none for the pair. */
+static int from_index(struct ibv_device *device, int dev, int exp, struct efap2p_pair *p)
+{
+	const struct efap2p_index *ix = efap2p_precomp();
+	struct efap2p_index_dmabuf d;
+	uint64_t key;
+
+	if (!ix || efap2p_dev_key(dev, device, &key) ||
+	    efap2p_index_dmabuf(ix, key, efap2p_exp_name(exp), &d))
+		return ENOENT;
+	p->core.decision = d.decision;
+	p->core.err = d.err;
+	p->core.all_allowed = d.all_allowed;
+	efap2p_index_attr(ix, d.attr, &p->core.best);
+	p->index_attr = d.attr;
+	p->index_summary = d.summary;
 	return 0;
 }
 
 /*
- * The registration decision for (dev, exp): cached, or asked of the core
- * and cached (in tmp when the table is full). NULL with *err when the core
- * cannot answer: ECHILD in a forked child, ELIBACC without a core.
+ * The registration decision for (dev, exp): cached, or worked out -- from
+ * the topology file's index, else by the core -- and cached (in tmp when
+ * the table is full). NULL with *err when neither can answer: ECHILD in a
+ * forked child, ELIBACC without a core. Called inside the guard g.
  */
-struct efap2p_pair *efap2p_pair_get(int dev, int exp, struct efap2p_pair *tmp, int *err)
+struct efap2p_pair *efap2p_pair_get(const struct efap2p_guard *g, struct ibv_device *device,
+				    int dev, int exp, struct efap2p_pair *tmp, int *err)
 {
 	struct efap2p_pair *p = efap2p_pair_find(dev, exp);
 	int rc;
@@ -118,11 +142,34 @@ struct efap2p_pair *efap2p_pair_get(int dev, int exp, struct efap2p_pair *tmp, i
 	memset(tmp, 0, sizeof(*tmp));
 	tmp->dev = dev;
 	tmp->exp = exp;
-	rc = efap2p_core_dmabuf(efap2p_dev_name(dev), efap2p_exp_name(exp), &tmp->core);
-	if (rc) {
-		*err = rc;
-		return NULL;
+	if (from_index(device, dev, exp, tmp)) {
+		rc = efap2p_core_dmabuf(g, efap2p_dev_name(dev), efap2p_exp_name(exp), &tmp->core);
+		if (rc) {
+			*err = rc;
+			return NULL;
+		}
 	}
 	p = efap2p_pair_add(tmp);
 	return p ? p : tmp;
+}
+
+const char *efap2p_pair_summary(const struct efap2p_pair *p)
+{
+	const struct efap2p_index *ix = efap2p_precomp();
+
+	if (!p->index_attr)
+		return p->core.summary ? p->core.summary : "";
+	if (efap2p_precomp_strings())
+		return "the reason cannot be read from the topology file's index; 'efap2p explain' tells it";
+	return efap2p_index_str(ix, p->index_summary);
+}
+
+void efap2p_pair_best(const struct efap2p_pair *p, struct efadv_p2p_attr *out)
+{
+	if (!p->index_attr) {
+		*out = p->core.best;
+		return;
+	}
+	efap2p_precomp_strings();
+	efap2p_index_attr(efap2p_precomp(), p->index_attr, out);
 }

@@ -6,6 +6,7 @@
 #ifndef EFAP2P_FRONT_H
 #define EFAP2P_FRONT_H
 
+#include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -13,13 +14,33 @@
 #include <infiniband/verbs.h>
 
 #include "efap2p_core.h"
+#include "index.h"
 
 /* Linux's kernel-internal ENOTSUPP, which NVIDIA's exporter returns. */
 #define EFAP2P_ENOTSUPP 524
 /* efadv_device_attr.device_caps ends here: inlen must reach it. */
 #define EFAP2P_CAPS_END (offsetof(struct efadv_device_attr, device_caps) + sizeof(uint32_t))
 
-/* config.c: EFAP2P_MODE, EFAP2P_LOG, EFAP2P_TOPOLOGY, EFAP2P_CORE. */
+/* guard.c: slow paths run with the asynchronous signals blocked and
+ * cancellation disabled. */
+struct efap2p_guard {
+	sigset_t mask;		/* the caller's, restored on leaving */
+	int cancel;
+	struct efap2p_guard *outer;
+	/* log lines written inside the guard, written out on leaving it (a
+	 * write to a full pipe must not block with the signals blocked) */
+	size_t npending;
+	char pending[2048];
+};
+
+void efap2p_guard_enter(struct efap2p_guard *g);
+void efap2p_guard_leave(struct efap2p_guard *g);
+void efap2p_signals_block(sigset_t *old);
+/* Keeps a log line for the innermost guard of this thread; 0 when no
+ * guard is active (the caller writes it itself). */
+int efap2p_guard_defer(const char *line, size_t len);
+
+/* config.c: the environment (EFAP2P_*, SYSFS_PATH), and the log. */
 enum {
 	EFAP2P_MODE_ENFORCE = 0,
 	EFAP2P_MODE_ADVISE = 1,
@@ -29,11 +50,14 @@ enum {
 struct efap2p_config {
 	int mode;
 	int log_level;		/* EFAP2P_LOG_* of efap2p_core.h */
-	const char *topology;	/* NULL when unset */
+	const char *topology;	/* EFAP2P_TOPOLOGY, NULL when unset */
+	const char *topology_root; /* EFAP2P_TOPOLOGY_ROOT, "" when unset */
 	const char *core;	/* EFAP2P_CORE, NULL when unset */
+	const char *sysfs;	/* the sysfs root: $SYSFS_PATH or /sys */
 };
 
 const struct efap2p_config *efap2p_config(void);
+void efap2p_config_atfork_child(void);
 void efap2p_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* real.c: the functions the interposed ones stand in front of. */
@@ -44,15 +68,16 @@ typedef struct ibv_mr *(*efap2p_reg_dmabuf_mr_fn)(struct ibv_pd *, uint64_t, siz
 efap2p_query_device_fn efap2p_real_query_device(void);
 efap2p_reg_dmabuf_mr_fn efap2p_real_reg_dmabuf_mr(void);
 
-/* core.c: the Go core, loaded on first need. Each call returns 0 or an
- * errno: ECHILD in a child forked after the core was started (Go is never
- * entered there), ELIBACC when the core cannot be loaded, else the core's
- * answer. Asynchronous signals are blocked around every Go call. */
-int efap2p_core_nic(const char *ibdev, struct efap2p_core_nic *out);
-int efap2p_core_dmabuf(const char *ibdev, const char *exp_name, struct efap2p_core_dmabuf *out);
-int efap2p_core_peer(const char *ibdev, uint32_t domain, uint32_t bus, uint32_t devfn,
-		     struct efadv_p2p_attr *out);
-int efap2p_core_refusable(const char *ibdev, int *out);
+/* core.c: the Go core, loaded on first need. Each call, made inside the
+ * caller's guard g, returns 0 or an errno: ECHILD in a child forked after
+ * the core was started (Go is never entered there), ELIBACC when the core
+ * cannot be loaded or may not be (host.c), else the core's answer. */
+int efap2p_core_nic(const struct efap2p_guard *g, const char *ibdev, struct efap2p_core_nic *out);
+int efap2p_core_dmabuf(const struct efap2p_guard *g, const char *ibdev, const char *exp_name,
+		       struct efap2p_core_dmabuf *out);
+int efap2p_core_peer(const struct efap2p_guard *g, const char *ibdev, uint32_t domain,
+		     uint32_t bus, uint32_t devfn, struct efadv_p2p_attr *out);
+int efap2p_core_refusable(const struct efap2p_guard *g, const char *ibdev, int *out);
 void efap2p_core_atfork_child(void);
 
 /* cache.c: answers kept in C memory, readable without a lock and without
@@ -69,6 +94,12 @@ enum {
 struct efap2p_pair {
 	int dev, exp;			/* efap2p_dev_index, efap2p_exp_index */
 	struct efap2p_core_dmabuf core;	/* what the oracle said */
+	/* From the topology file's index: the best candidate's attr record
+	 * and the summary's offset, whose strings are read on first need
+	 * (core.best.reason and core.summary are then not set); NULL when
+	 * the core answered. */
+	const uint8_t *index_attr;
+	uint32_t index_summary;
 	_Atomic int logged;		/* the refusal line was written */
 	/* The kernel refused a registration: errno << 32 | access flags,
 	 * 0 for none. A later call asking for at least these flags gets the
@@ -77,7 +108,12 @@ struct efap2p_pair {
 };
 
 int efap2p_dev_index(const char *ibdev);
+/* The index of device, without a lock; -1 when not known yet. */
+int efap2p_dev_lookup(const struct ibv_device *device);
+/* The index of device, added if new (inside a guard); -1 when full. */
+int efap2p_dev_of(const struct ibv_device *device);
 _Atomic int *efap2p_dev_caps(int dev);
+_Atomic uint32_t *efap2p_dev_access(int dev);
 _Atomic int *efap2p_dev_refusable(int dev);
 const char *efap2p_dev_name(int dev);
 int efap2p_exp_index(const char *exp_name);
@@ -99,6 +135,33 @@ struct efap2p_dmabuf_id {
 };
 
 int efap2p_dmabuf_identify(int fd, struct efap2p_dmabuf_id *id);
-struct efap2p_pair *efap2p_pair_get(int dev, int exp, struct efap2p_pair *tmp, int *err);
+struct efap2p_pair *efap2p_pair_get(const struct efap2p_guard *g, struct ibv_device *device,
+				    int dev, int exp, struct efap2p_pair *tmp, int *err);
+/* The pair's summary and best attr, with their strings. */
+const char *efap2p_pair_summary(const struct efap2p_pair *p);
+void efap2p_pair_best(const struct efap2p_pair *p, struct efadv_p2p_attr *out);
+/* The key of the NIC of device (entry dev), from its sysfs link, cached;
+ * 0 or an errno. */
+int efap2p_dev_key(int dev, struct ibv_device *device, uint64_t *key);
+
+/* precomp.c: the topology file's index, found, checked and read once. */
+const struct efap2p_index *efap2p_precomp(void);	/* NULL: none answers */
+const char *efap2p_precomp_file(void);			/* the file it belongs to */
+const char *const *efap2p_precomp_core_files(void);	/* what the core reads */
+int efap2p_precomp_strings(void);	/* 0 once the index's strings are read */
+int efap2p_nic_key(struct ibv_device *device, uint64_t *key);
+void efap2p_precomp_atfork_child(void);
+
+/* host.c: may a Go runtime start in this process? 1 and why when not.
+ * caller is the signal mask of the thread asking, as it was before the
+ * library's guard. */
+#define EFAP2P_GO_THREADS 8	/* threads a starting Go runtime may need */
+/* address space the Go runtime reserves as it starts, with a margin */
+#define EFAP2P_GO_ADDRESS_SPACE (1024ull << 20)
+int efap2p_host_refuses_go(const sigset_t *caller, char *why, size_t len);
+
+/* util.c: "DDDD:BB:DD.F" (a domain of 4 to 8 hex digits; "BB:DD.F" too
+ * with allow_short) to domain << 16 | bus << 8 | devfn; -1 if malformed. */
+int64_t efap2p_parse_pci(const char *s, int allow_short);
 
 #endif /* EFAP2P_FRONT_H */

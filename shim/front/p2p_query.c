@@ -42,61 +42,25 @@ static void attr_copy_out(struct efadv_p2p_attr *dst, const struct efadv_p2p_att
 	FILL(dst, src, inlen, reason);
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* Parses n (1..8) hex digits; -1 if any is not one. */
-static int64_t hex(const char *s, size_t n)
-{
-	int64_t v = 0;
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		int d = hexval(s[i]);
-
-		if (d < 0)
-			return -1;
-		v = v << 4 | d;
-	}
-	return n ? v : -1;
-}
-
-/*
- * "DDDD:BB:DD.F" (a domain of 4 to 8 digits) or "BB:DD.F", as sysfs and
- * lspci write them, to domain << 16 | bus << 8 | devfn; -1 if malformed.
- */
-static int64_t parse_pci(const char *s)
-{
-	size_t len = strlen(s), dlen = len - 8;
-	int64_t domain = 0, bus, dev, fn;
-
-	if (len != 7 && (len < 12 || len > 16 || s[dlen] != ':'))
-		return -1;
-	if (len != 7) {
-		domain = hex(s, dlen);
-		s += dlen + 1;
-	}
-	if (domain < 0 || s[2] != ':' || s[5] != '.')
-		return -1;
-	bus = hex(s, 2);
-	dev = hex(s + 3, 2);
-	fn = hex(s + 6, 1);
-	if (bus < 0 || dev < 0 || dev > 31 || fn < 0 || fn > 7)
-		return -1;
-	return domain << 16 | bus << 8 | dev << 3 | fn;
-}
-
 static int args_ok(struct ibv_context *ibvctx, const void *attr, uint32_t inlen)
 {
 	return ibvctx && ibvctx->device && attr && inlen >= ATTR_MIN_LEN;
+}
+
+/* The attr from the topology file's index; 0, or ENOENT when it has none
+ * for the pair (or cannot give its reason). */
+static int peer_from_index(struct ibv_device *device, int dev, uint64_t peer,
+			   struct efadv_p2p_attr *out)
+{
+	const struct efap2p_index *ix = efap2p_precomp();
+	const uint8_t *rec;
+	uint64_t key;
+
+	if (!ix || dev < 0 || efap2p_dev_key(dev, device, &key) ||
+	    efap2p_index_peer(ix, key, peer, &rec) || efap2p_precomp_strings())
+		return ENOENT;
+	efap2p_index_attr(ix, rec, out);
+	return 0;
 }
 
 static int query_peer(struct ibv_context *ibvctx, const char *peer_pci,
@@ -104,25 +68,28 @@ static int query_peer(struct ibv_context *ibvctx, const char *peer_pci,
 {
 	const struct efadv_p2p_attr *hit;
 	struct efadv_p2p_attr a;
+	struct efap2p_guard g;
 	int64_t peer;
-	int dev, rc;
+	int dev, rc = 0;
 
-	if (!args_ok(ibvctx, attr, inlen) || !peer_pci || (peer = parse_pci(peer_pci)) < 0)
+	if (!args_ok(ibvctx, attr, inlen) || !peer_pci || (peer = efap2p_parse_pci(peer_pci, 1)) < 0)
 		return EINVAL;
-	dev = efap2p_dev_index(ibvctx->device->name);
+	efap2p_guard_enter(&g);
+	dev = efap2p_dev_of(ibvctx->device);
 	hit = dev < 0 ? NULL : efap2p_peer_find(dev, (uint64_t)peer);
 	if (!hit) {
 		memset(&a, 0, sizeof(a));
-		rc = efap2p_core_peer(ibvctx->device->name, (uint32_t)(peer >> 16),
-				      (uint32_t)(peer >> 8) & 0xff, (uint32_t)peer & 0xff, &a);
-		if (rc)
-			return rc;
-		if (dev >= 0)
+		if (peer_from_index(ibvctx->device, dev, (uint64_t)peer, &a))
+			rc = efap2p_core_peer(&g, ibvctx->device->name, (uint32_t)(peer >> 16),
+					      (uint32_t)(peer >> 8) & 0xff, (uint32_t)peer & 0xff, &a);
+		if (!rc && dev >= 0)
 			efap2p_peer_add(dev, (uint64_t)peer, &a);
 		hit = &a;
 	}
-	attr_copy_out(attr, hit, inlen);
-	return 0;
+	if (!rc)
+		attr_copy_out(attr, hit, inlen);
+	efap2p_guard_leave(&g);
+	return rc;
 }
 
 static int query_dmabuf(struct ibv_context *ibvctx, int dmabuf_fd,
@@ -130,6 +97,8 @@ static int query_dmabuf(struct ibv_context *ibvctx, int dmabuf_fd,
 {
 	struct efap2p_dmabuf_id id;
 	struct efap2p_pair tmp, *p;
+	struct efadv_p2p_attr best;
+	struct efap2p_guard g;
 	int dev, rc;
 
 	if (!args_ok(ibvctx, attr, inlen))
@@ -137,16 +106,19 @@ static int query_dmabuf(struct ibv_context *ibvctx, int dmabuf_fd,
 	rc = efap2p_dmabuf_identify(dmabuf_fd, &id);
 	if (rc)
 		return rc;
-	dev = efap2p_dev_index(ibvctx->device->name);
+	efap2p_guard_enter(&g);
+	dev = efap2p_dev_of(ibvctx->device);
+	p = dev < 0 ? NULL : efap2p_pair_get(&g, ibvctx->device, dev, id.exp, &tmp, &rc);
 	if (dev < 0)
-		return ENOMEM;
-	p = efap2p_pair_get(dev, id.exp, &tmp, &rc);
-	if (!p)
-		return rc;
-	if (p->core.decision == EFAP2P_DMABUF_PASS)
-		return p->core.err;
-	attr_copy_out(attr, &p->core.best, inlen);
-	return 0;
+		rc = ENOMEM;
+	else if (p && p->core.decision == EFAP2P_DMABUF_PASS)
+		rc = p->core.err;
+	else if (p) {
+		efap2p_pair_best(p, &best);
+		attr_copy_out(attr, &best, inlen);
+	}
+	efap2p_guard_leave(&g);
+	return rc;
 }
 
 /* errno is the caller's: the answer is the return value. */

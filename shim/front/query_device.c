@@ -2,8 +2,9 @@
 /*
  * efadv_query_device@EFA_1.1: libefa's answer, plus the P2P_DMA bit when
  * the NIC gets true P2P DMA into at least one accelerator of the machine.
- * The bit is worked out once per device by the Go core and kept here; the
- * warm path reads it without a lock and without Go.
+ * The bit is worked out once per device -- from the topology file's index
+ * when it covers the NIC, else by the Go core -- and kept here; the warm
+ * path finds it by the device's pointer, without a lock and without Go.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -12,29 +13,72 @@
 
 #include "front.h"
 
-/* Does the NIC of device reach an accelerator? Unknown counts as no. */
-static int p2p_dma(struct ibv_device *device)
+/* The answer from the topology file's index: 1 or 0, -1 when it has none
+ * for this NIC. */
+static int from_index(struct ibv_device *device, int dev)
 {
-	int dev = efap2p_dev_index(device->name), caps, want = EFAP2P_UNKNOWN;
+	const struct efap2p_index *ix = efap2p_precomp();
+	struct efap2p_index_nic n;
+	uint64_t key;
+
+	if (!ix || efap2p_nic_key(device, &key) || efap2p_index_nic(ix, key, &n))
+		return -1;
+	if (efap2p_config()->log_level >= EFAP2P_LOG_INFO && !efap2p_precomp_strings())
+		efap2p_log(EFAP2P_LOG_INFO, "%s (from %s)", efap2p_index_str(ix, n.summary),
+			   efap2p_precomp_file());
+	(void)dev;
+	return !!(n.flags & EFAP2P_INDEX_NIC_REACHES);
+}
+
+/* Works the answer out, inside a guard. */
+static int p2p_dma_slow(struct ibv_device *device)
+{
 	struct efap2p_core_nic out;
+	struct efap2p_guard g;
+	int dev, caps, want = EFAP2P_UNKNOWN, reaches;
 	_Atomic int *slot;
 
-	if (dev < 0)
-		return 0;
-	slot = efap2p_dev_caps(dev);
-	caps = atomic_load_explicit(slot, memory_order_acquire);
-	if (caps != EFAP2P_UNKNOWN)
-		return caps == EFAP2P_YES;
-	switch (efap2p_core_nic(device->name, &out)) {
-	case ECHILD:	/* a forked child: Go is out of reach, nothing cached */
-	case ELIBACC:	/* no core: said once already */
+	efap2p_guard_enter(&g);
+	dev = efap2p_dev_of(device);
+	if (dev < 0) {
+		efap2p_guard_leave(&g);
 		return 0;
 	}
-	caps = out.reaches ? EFAP2P_YES : EFAP2P_NO;
-	/* one thread wins and logs */
-	if (atomic_compare_exchange_strong(slot, &want, caps))
-		efap2p_log(EFAP2P_LOG_INFO, "%s", out.summary);
+	slot = efap2p_dev_caps(dev);
+	caps = atomic_load_explicit(slot, memory_order_acquire);
+	if (caps != EFAP2P_UNKNOWN) {
+		efap2p_guard_leave(&g);
+		return caps == EFAP2P_YES;
+	}
+	reaches = from_index(device, dev);
+	if (reaches < 0) {
+		switch (efap2p_core_nic(&g, device->name, &out)) {
+		case ECHILD:	/* a forked child: Go is out of reach, nothing cached */
+		case ELIBACC:	/* no core: said once already */
+			efap2p_guard_leave(&g);
+			return 0;
+		}
+		reaches = out.reaches;
+		if (out.summary && *out.summary)
+			efap2p_log(EFAP2P_LOG_INFO, "%s", out.summary);
+	}
+	caps = reaches ? EFAP2P_YES : EFAP2P_NO;
+	atomic_compare_exchange_strong(slot, &want, caps);
+	efap2p_guard_leave(&g);
 	return caps == EFAP2P_YES;
+}
+
+/* Does the NIC of device reach an accelerator? Unknown counts as no. */
+static inline int p2p_dma(struct ibv_device *device)
+{
+	int dev = efap2p_dev_lookup(device), caps;
+
+	if (dev >= 0) {
+		caps = atomic_load_explicit(efap2p_dev_caps(dev), memory_order_acquire);
+		if (caps != EFAP2P_UNKNOWN)
+			return caps == EFAP2P_YES;
+	}
+	return p2p_dma_slow(device);
 }
 
 __attribute__((visibility("default")))

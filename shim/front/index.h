@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The topology file's index (FILE.idx, written by `efap2p export` beside
+ * FILE): what the front answers from without loading the Go core. The
+ * layout is internal/answer/index.go's; the checks here and ReadIndex's
+ * there are the same, and a Go fuzz test compares them (shim/front/fuzz).
+ *
+ * Parsing takes no I/O: the caller reads the file's head (header, section
+ * table and records: everything before the strings) and, when a string is
+ * first needed, the strings section, and hands each to these functions.
+ */
+#ifndef EFAP2P_INDEX_H
+#define EFAP2P_INDEX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <infiniband/efadv_p2p.h>
+
+#define EFAP2P_INDEX_MAGIC "EFAP2PIX"
+#define EFAP2P_INDEX_VERSION 1
+#define EFAP2P_INDEX_HEADER 192
+#define EFAP2P_INDEX_MAX (16u << 20)
+#define EFAP2P_INDEX_BOOT_BOUND 1u
+#define EFAP2P_INDEX_ANY_NIC UINT64_MAX
+#define EFAP2P_INDEX_EXP_LEN 32
+
+enum {
+	EFAP2P_SEC_STRINGS = 1,
+	EFAP2P_SEC_FUNCTIONS = 2,
+	EFAP2P_SEC_NICS = 3,
+	EFAP2P_SEC_DMABUFS = 4,
+	EFAP2P_SEC_PEERS = 5,
+	EFAP2P_SEC_KINDS = 5,
+};
+
+/* NIC record flags */
+#define EFAP2P_INDEX_NIC_REACHES 1u
+#define EFAP2P_INDEX_NIC_REFUSABLE 2u
+
+struct efap2p_index {
+	uint32_t flags;
+	uint64_t file_size;
+	uint64_t json_size, json_mtime_ns, json_ino;
+	char kernel[72];
+	char boot_id[48];
+	const uint8_t *rec[EFAP2P_SEC_KINDS + 1];	/* into the head */
+	uint32_t count[EFAP2P_SEC_KINDS + 1];
+	uint32_t strs_off, strs_len;	/* where the strings lie in the file */
+	const char *strs;		/* NULL until attached */
+};
+
+/* One function the index covers. */
+struct efap2p_index_function {
+	uint64_t key;
+	uint16_t vendor, device;
+};
+
+/* One NIC. */
+struct efap2p_index_nic {
+	uint64_t key;
+	uint32_t flags;		/* EFAP2P_INDEX_NIC_* */
+	uint32_t summary;	/* string offset */
+};
+
+/* One (NIC, exporter) decision. */
+struct efap2p_index_dmabuf {
+	int decision, err, all_allowed;
+	uint32_t summary;	/* string offset */
+	const uint8_t *attr;	/* the attr record (efap2p_index_attr) */
+};
+
+/*
+ * Parses head, the first len bytes of an index (at least up to its strings
+ * section): 0, or EINVAL when anything is out of place. ix then points
+ * into head, which must outlive it.
+ */
+int efap2p_index_parse(struct efap2p_index *ix, const uint8_t *head, size_t len);
+
+/* Attaches the strings section (strs_len bytes read at strs_off): 0 or
+ * EINVAL. */
+int efap2p_index_attach(struct efap2p_index *ix, const char *strs, size_t len);
+
+/* A string of the attached strings ("" before they are attached). */
+const char *efap2p_index_str(const struct efap2p_index *ix, uint32_t off);
+
+/* The i-th covered function. */
+void efap2p_index_function(const struct efap2p_index *ix, uint32_t i,
+			   struct efap2p_index_function *out);
+
+/* Lookups: 0 and *out, or ENOENT when the index does not cover it. */
+int efap2p_index_nic(const struct efap2p_index *ix, uint64_t key, struct efap2p_index_nic *out);
+int efap2p_index_dmabuf(const struct efap2p_index *ix, uint64_t nic, const char *exp,
+			struct efap2p_index_dmabuf *out);
+int efap2p_index_peer(const struct efap2p_index *ix, uint64_t nic, uint64_t peer,
+		      const uint8_t **attr);
+
+/* Fills out from an attr record, its reason from the attached strings. */
+void efap2p_index_attr(const struct efap2p_index *ix, const uint8_t *rec,
+		       struct efadv_p2p_attr *out);
+
+/* The reason offset of an attr record. */
+uint32_t efap2p_index_attr_reason(const uint8_t *rec);
+
+#endif /* EFAP2P_INDEX_H */
