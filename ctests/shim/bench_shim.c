@@ -139,6 +139,34 @@ static void reg(int runs, int n, const char *dev, const char *owner, int expect_
 typedef int (*query_peer_fn)(struct ibv_context *, const char *, struct efadv_p2p_attr *,
 			     uint32_t);
 
+/* A field of /proc/self/status ("VmRSS:", "Threads:"), -1 if absent. */
+static long status_field(const char *name)
+{
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "re");
+	long v = -1;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, name, strlen(name)))
+			v = atol(line + strlen(name));
+	if (f)
+		fclose(f);
+	return v;
+}
+
+static int core_mapped(void)
+{
+	char line[4096];
+	FILE *f = fopen("/proc/self/maps", "re");
+	int found = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		found |= strstr(line, "libefap2p-core") != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
+
 static void cold(int split)
 {
 	struct ibv_device **list;
@@ -148,9 +176,12 @@ static void cold(int split)
 	int i, n = 0, set = 0;
 	double t0, t1, t2;
 
+	long rss0, rss1;
+
 	list = ibv_get_device_list(&n);
 	for (i = 0; i < n && i < 64; i++)
 		ctx[i] = ibv_open_device(list[i]);
+	rss0 = status_field("VmRSS:");
 	t0 = now_ns();
 	if (split) {
 		/* a peer no machine has: loads and starts the core, reads little */
@@ -164,8 +195,10 @@ static void cold(int split)
 		if (!efadv_query_device(ctx[i], &a, sizeof(a)))
 			set += !!(a.device_caps & P2P_DMA_BIT);
 	t2 = now_ns();
-	printf("devices=%d p2p=%d load_us=%.1f answers_us=%.1f total_us=%.1f\n", n, set,
-	       (t1 - t0) / 1e3, (t2 - t1) / 1e3, (t2 - t0) / 1e3);
+	rss1 = status_field("VmRSS:");
+	printf("devices=%d p2p=%d load_us=%.1f answers_us=%.1f total_us=%.1f rss_kib=%ld threads=%ld core=%d\n",
+	       n, set, (t1 - t0) / 1e3, (t2 - t1) / 1e3, (t2 - t0) / 1e3, rss1 - rss0,
+	       status_field("Threads:"), core_mapped());
 }
 
 /* Spawns argv once; wall ns, and peak RSS (KiB) and CPU ns through *rss

@@ -36,9 +36,11 @@ import (
 // dma-buf record whose NIC is AnyNIC holds the answer for every NIC of the
 // index (an exporter of system memory, or one that owns no function).
 //
-// The index is bound to its JSON file by the JSON's size, modification
-// time and inode: a JSON file edited or replaced after the index was
-// written makes the index stale, and the Go core then reads the JSON.
+// The index is bound to its JSON file by the JSON's size and modification
+// time (the inode is recorded, not checked, so that copies that keep the
+// time, cp -p or rsync -t, stay bound): a JSON file edited or replaced
+// after the index was written makes the index stale, and the Go core then
+// reads the JSON.
 const (
 	IndexMagic      = "EFAP2PIX"
 	IndexVersion    = 1

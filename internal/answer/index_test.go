@@ -199,6 +199,9 @@ func FuzzReadIndex(f *testing.F) {
 	}
 	f.Add(good)
 	f.Add(good[:IndexHeaderSize])
+	small := &Index{Kernel: "6.8.0", NICs: []IndexNIC{{Key: 0x4f00, Flags: NICReaches, Summary: "s"}},
+		Dmabufs: []IndexDmabuf{{NIC: 0x4f00, Exporter: "nv_dmabuf", Dmabuf: Dmabuf{Decision: DmabufAllow}}}}
+	f.Add(small.Marshal())
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ix, err := ReadIndex(data)
 		if err != nil {

@@ -179,8 +179,8 @@ int efap2p_host_refuses_go(const sigset_t *caller, char *why, size_t len)
 	}
 	if (sig) {
 		snprintf(why, len,
-			 "the program blocks %s (to read it from a signalfd or sigwait), and the Go runtime's threads would take it",
-			 sigabbrev_np(sig) ? sigabbrev_np(sig) : "a signal");
+			 "the program blocks SIG%s (to read it from a signalfd or sigwait), and the Go runtime's threads would take it",
+			 sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
 		return 1;
 	}
 	if (!getrlimit(RLIMIT_AS, &as) && as.rlim_cur != RLIM_INFINITY) {

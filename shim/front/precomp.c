@@ -262,8 +262,9 @@ static int read_index(const char *path, const struct stat *json, char *why, size
 	    (rc = efap2p_index_parse(&pc.ix, pc.head, head_len)) ||
 	    (rc = pc.ix.file_size == (uint64_t)st.st_size ? 0 : EINVAL))
 		goto out;
-	if (pc.ix.json_size != (uint64_t)json->st_size || pc.ix.json_ino != (uint64_t)json->st_ino ||
-	    pc.ix.json_mtime_ns != mtime_ns(json)) {
+	/* not the inode: a copy that keeps the time (cp -p, rsync -t) is the
+	 * same file */
+	if (pc.ix.json_size != (uint64_t)json->st_size || pc.ix.json_mtime_ns != mtime_ns(json)) {
 		snprintf(why, len, "%s is stale: the file changed after 'efap2p export' wrote it", path);
 		rc = ESTALE;
 		goto out;

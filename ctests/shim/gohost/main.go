@@ -4,7 +4,11 @@
 // preloaded: a process can hold only one Go runtime, so the library must
 // not load its Go core here. It asks efadv_p2p_query_peer once (with a
 // context whose device has a name, so that the question needs the core)
-// and prints the answer; the shim.gohost test wants ELIBACC and no crash.
+// and prints the answer; the shim.gohost tests want ELIBACC and no crash,
+// and a collection that completes (a second runtime would take the first's
+// preemption signal, and runtime.GC would never return). It is built twice:
+// with Go's build-ID note, and without (-ldflags=-buildid=, as reproducible
+// builds do).
 package main
 
 /*
@@ -35,12 +39,15 @@ import "C"
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"syscall"
 )
 
 func main() {
 	rc := syscall.Errno(C.ask())
 	fmt.Printf("efadv_p2p_query_peer: %d (%v)\n", int(rc), rc)
+	runtime.GC()
+	fmt.Println("gohost: garbage collected")
 	if rc != syscall.ELIBACC {
 		os.Exit(1)
 	}

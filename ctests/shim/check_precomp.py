@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The precomputed topology file, read from its default place by an
+unmodified program with libefap2p preloaded and no EFAP2P_* variable set,
+inside emulated hosts (efap2p sim points the default places into each
+emulated host's tree):
+
+  boot       the boot-time file (efap2p export --boot, as the unit runs
+             it): every answer from its index, no Go core, one thread
+  operator   the operator's /etc file with a NIC recorded as blocking
+             peers: used, that NIC loses P2P_DMA, still no Go core
+  other      the same file read on another machine model: ignored with one
+             line saying why; the answers are that machine's
+  writable   the same file, group-writable: ignored with one line
+  stale      the file edited after export: its index is stale, the Go core
+             reads the file itself (the blocked NIC still loses the bit)
+
+  check_precomp.py EFAP2P LIBRARY TEST_HOST SCENARIO
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+efap2p, lib, test_host, scenario = sys.argv[1:5]
+BLOCKED = "0000:4f:00.0"  # rdmap79s0 of p5.48xlarge
+failures = []
+
+
+def sim(machine, script, preload=False):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EFAP2P_")}
+    env.pop("LD_PRELOAD", None)
+    if preload:
+        env["LD_PRELOAD"] = lib
+    r = subprocess.run([efap2p, "sim", "--machine", machine, "--", "sh", "-ec", script],
+                       env=env, capture_output=True, text=True, timeout=60)
+    sys.stdout.write(r.stdout)
+    sys.stderr.write(r.stderr)
+    if r.returncode:
+        failures.append(f"{machine}: exit {r.returncode}")
+    return r
+
+
+def answers(out):
+    bits, core, threads = {}, None, None
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 2 and f[0].startswith("rdmap"):
+            bits[f[0]] = f[1] == "1"
+        elif len(f) == 4 and f[0] == "core":
+            core, threads = f[1] == "1", int(f[3])
+    return bits, core, threads
+
+
+def want(cond, what):
+    if not cond:
+        failures.append(what)
+
+
+with tempfile.TemporaryDirectory() as keep:
+    saved = os.path.join(keep, "topology.json")
+    if scenario == "boot":
+        r = sim("p5.48xlarge", f'"{efap2p}" export --boot; "{test_host}" list', preload=True)
+        bits, core, threads = answers(r.stdout)
+        want(len(bits) == 32 and all(bits.values()), f"boot file: P2P_DMA {bits}, want all 32")
+        want(core is False and threads == 1, f"boot file: core mapped {core}, {threads} threads")
+        want("efap2p: error" not in r.stderr, "boot file: an error was logged")
+    else:
+        # the operator's file, exported on p5.48xlarge, kept for the others
+        sim("p5.48xlarge", f'"{efap2p}" export --peer-blocked {BLOCKED} '
+            f'-o "$EFAP2P_TOPOLOGY_ROOT/etc/efap2p/topology.json"; '
+            f'cp -p "$EFAP2P_TOPOLOGY_ROOT/etc/efap2p/topology.json"* "{keep}/"')
+        prep = {"operator": ":", "other": ":", "writable": "chmod g+w \"$d/topology.json\"",
+                "stale": "echo >> \"$d/topology.json\""}[scenario]
+        machine = "intel-acs-switch" if scenario == "other" else "p5.48xlarge"
+        script = (f'd="$EFAP2P_TOPOLOGY_ROOT/etc/efap2p"; mkdir -p "$d"; '
+                  f'cp -p "{saved}" "{saved}.idx" "$d/"; {prep}; "{test_host}" list')
+        r = sim(machine, script, preload=True)
+        bits, core, threads = answers(r.stdout)
+        errors = [l for l in r.stderr.splitlines() if l.startswith("efap2p: error:")]
+        if scenario in ("operator", "stale"):
+            want(len(bits) == 32 and not bits["rdmap79s0"] and
+                 all(v for k, v in bits.items() if k != "rdmap79s0"),
+                 f"{scenario}: P2P_DMA {bits}; want all but rdmap79s0")
+            want(not errors, f"{scenario}: errors logged: {errors}")
+            want(core is (scenario == "stale"),
+                 f"{scenario}: Go core mapped {core}, want {scenario == 'stale'}")
+            if scenario == "operator":
+                want(threads == 1, f"operator: {threads} threads, want 1")
+        else:
+            why = {"other": "describes another machine: 0000:",
+                   "writable": "is not trusted: writable by its group (mode 0664)"}[scenario]
+            want(len(errors) == 1 and why in errors[0] and "/etc/efap2p/topology.json" in errors[0],
+                 f"{scenario}: errors {errors}, want one saying {why!r}")
+            if scenario == "other":  # intel-acs-switch: no NIC gets true P2P
+                want(bits and not any(bits.values()), f"other: P2P_DMA {bits}, want none")
+            else:  # computed: the blocked NIC is invisible without the file
+                want(len(bits) == 32 and all(bits.values()), f"writable: P2P_DMA {bits}, want all")
+
+for f in failures:
+    print("FAIL", f)
+sys.exit(1 if failures else 0)

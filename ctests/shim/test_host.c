@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libefap2p in hosts its Go core would hurt, each mode a process of its
+ * own (ctest runs them with a timeout, so that a hang fails):
+ *
+ *   signalfd  the host blocks SIGCHLD and reaps its children through a
+ *             signalfd: every child's exit still reaches it
+ *   as        RLIMIT_AS of 256 MiB: the first calls answer, the process
+ *             lives
+ *   nproc     RLIMIT_NPROC at the process count (as an unprivileged user):
+ *             the same
+ *   sigpipe   a SIGPIPE handler calls efadv_query_device while the first
+ *             call writes a log line to a broken pipe: no deadlock
+ *   cancel    the first caller is cancelled while it writes a log line to a
+ *             full pipe: later calls from another thread still return
+ *   dlclose   dlopen, use, dlclose, dlopen again: the second instance uses
+ *             the core the first loaded, and the P2P_DMA bit stays
+ *   list      asks every device and prints "NAME BIT" lines, then whether
+ *             the Go core is mapped and how many threads run
+ *
+ * The second argument says what the answers should be: "p2p" (every EFA
+ * device has P2P_DMA: the emulated p5.48xlarge with a topology file, or
+ * with the core), "none" (no device has it: the core is kept out and no
+ * file answers), "any" (not checked). "nocore" after it: the Go core must
+ * not be mapped at the end.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "shimtest.h"
+
+typedef int (*query_fn)(struct ibv_context *, struct efadv_device_attr *, uint32_t);
+
+static struct ibv_device **devs;
+static struct ibv_context *ctxs[64];
+static int ndevs;
+static query_fn query = efadv_query_device;
+
+static void open_all(void)
+{
+	int i;
+
+	devs = ibv_get_device_list(&ndevs);
+	CHECK(devs && ndevs > 0, "no RDMA device");
+	if (!devs || ndevs <= 0)
+		exit(check_exit("test_host"));
+	if (ndevs > 64)
+		ndevs = 64;
+	for (i = 0; i < ndevs; i++) {
+		ctxs[i] = ibv_open_device(devs[i]);
+		CHECK(ctxs[i] != NULL, "cannot open %s", ibv_get_device_name(devs[i]));
+	}
+}
+
+/* The number of devices whose answer has P2P_DMA. */
+static int ask_all(void)
+{
+	struct efadv_device_attr attr;
+	int i, n = 0;
+
+	for (i = 0; i < ndevs; i++) {
+		if (!ctxs[i])
+			continue;
+		memset(&attr, 0, sizeof(attr));
+		CHECK_ERR(query(ctxs[i], &attr, sizeof(attr)), 0);
+		if (attr.device_caps & P2P_DMA_BIT)
+			n++;
+	}
+	return n;
+}
+
+static void check_answers(const char *want, int got)
+{
+	if (!strcmp(want, "p2p"))
+		CHECK(got == ndevs, "%d of %d devices have P2P_DMA, want all", got, ndevs);
+	else if (!strcmp(want, "none"))
+		CHECK(got == 0, "%d of %d devices have P2P_DMA, want none", got, ndevs);
+}
+
+static int core_mapped(void)
+{
+	char line[4096];
+	FILE *f = fopen("/proc/self/maps", "re");
+	int found = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		found |= strstr(line, "libefap2p-core") != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
+
+static int threads(void)
+{
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "re");
+	int n = -1;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "Threads:", 8))
+			n = atoi(line + 8);
+	if (f)
+		fclose(f);
+	return n;
+}
+
+static void mode_list(void)
+{
+	struct efadv_device_attr attr;
+	int i;
+
+	open_all();
+	for (i = 0; i < ndevs; i++) {
+		memset(&attr, 0, sizeof(attr));
+		CHECK_ERR(query(ctxs[i], &attr, sizeof(attr)), 0);
+		printf("%s %d\n", ibv_get_device_name(devs[i]), !!(attr.device_caps & P2P_DMA_BIT));
+	}
+	printf("core %d threads %d\n", core_mapped(), threads());
+}
+
+static void mode_signalfd(const char *want)
+{
+	enum { CHILDREN = 16 };
+	struct signalfd_siginfo si;
+	struct pollfd p;
+	sigset_t set;
+	int i, reaped = 0, fd;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	fd = signalfd(-1, &set, SFD_CLOEXEC);
+	CHECK(fd >= 0, "signalfd: %s", strerror(errno));
+	open_all();
+	check_answers(want, ask_all());
+	for (i = 0; i < CHILDREN; i++) {
+		pid_t pid = fork();
+
+		if (!pid)
+			_exit(0);
+		CHECK(pid > 0, "fork: %s", strerror(errno));
+		usleep(2000);
+	}
+	p.fd = fd;
+	p.events = POLLIN;
+	while (reaped < CHILDREN && poll(&p, 1, 3000) == 1) {
+		if (read(fd, &si, sizeof(si)) != sizeof(si))
+			break;
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			reaped++;
+	}
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+	CHECK(reaped == CHILDREN, "the signalfd reported %d of %d child exits", reaped, CHILDREN);
+}
+
+static void mode_as(const char *want)
+{
+	struct rlimit r = { 256ul << 20, 256ul << 20 };
+
+	CHECK_ERR(setrlimit(RLIMIT_AS, &r) ? errno : 0, 0);
+	open_all();
+	check_answers(want, ask_all());
+}
+
+static void *noop(void *arg)
+{
+	return arg;
+}
+
+/* As nobody, with RLIMIT_NPROC at the processes nobody has now: no thread
+ * can be started. */
+static void mode_nproc(const char *want)
+{
+	struct rlimit r = { 1, 1 };
+	pthread_t t;
+
+	open_all();
+	if (geteuid() == 0) {
+		CHECK_ERR(setgid(65534) ? errno : 0, 0);
+		CHECK_ERR(setuid(65534) ? errno : 0, 0);
+	}
+	CHECK_ERR(setrlimit(RLIMIT_NPROC, &r) ? errno : 0, 0);
+	CHECK(pthread_create(&t, NULL, noop, NULL) != 0,
+	      "a thread could still be started: the test does not test");
+	check_answers(want, ask_all());
+}
+
+static void on_sigpipe(int sig)
+{
+	(void)sig;
+	ask_all();
+}
+
+static void mode_sigpipe(const char *want)
+{
+	int p[2];
+
+	CHECK_ERR(pipe(p) ? errno : 0, 0);
+	close(p[0]);
+	signal(SIGPIPE, on_sigpipe);
+	/* the first call writes this complaint to the broken pipe */
+	setenv("EFAP2P_MODE", "bogus", 1);
+	open_all();
+	dup2(p[1], STDERR_FILENO);
+	check_answers(want, ask_all());
+}
+
+static void *first_caller(void *arg)
+{
+	(void)arg;
+	ask_all();
+	return NULL;
+}
+
+static void mode_cancel(const char *want)
+{
+	int p[2], i;
+	pthread_t t;
+	char junk[65536];
+
+	open_all();
+	CHECK_ERR(pipe(p) ? errno : 0, 0);
+	fcntl(p[1], F_SETPIPE_SZ, 4096);
+	memset(junk, 'x', sizeof(junk));
+	CHECK(write(p[1], junk, (size_t)fcntl(p[1], F_GETPIPE_SZ)) > 0, "cannot fill the pipe");
+	dup2(p[1], STDERR_FILENO);
+	setenv("EFAP2P_LOG", "debug", 1);
+	pthread_create(&t, NULL, first_caller, NULL);
+	usleep(500000);		/* it is now blocked on the full pipe */
+	pthread_cancel(t);
+	pthread_join(t, NULL);
+	fcntl(p[0], F_SETFL, O_NONBLOCK);
+	for (i = 0; i < 100; i++)
+		while (read(p[0], junk, sizeof(junk)) > 0)
+			;
+	close(p[0]);	/* later lines fail with EPIPE, harmlessly */
+	signal(SIGPIPE, SIG_IGN);
+	check_answers(want, ask_all());
+}
+
+static void mode_dlclose(const char *want, const char *lib)
+{
+	int round;
+
+	open_all();
+	for (round = 0; round < 2; round++) {
+		void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+
+		CHECK(h != NULL, "dlopen %s: %s", lib, dlerror());
+		if (!h)
+			return;
+		query = (query_fn)dlsym(h, "efadv_query_device");
+		CHECK(query != NULL, "no efadv_query_device in %s", lib);
+		if (query)
+			check_answers(want, ask_all());
+		query = efadv_query_device;
+		dlclose(h);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 2 ? argv[1] : "", *want = argc > 2 ? argv[2] : "";
+	int nocore = argc > 3 && !strcmp(argv[argc - 1], "nocore");
+
+	if (argc == 2 && !strcmp(argv[1], "list")) {
+		mode_list();
+		return check_exit("test_host");
+	}
+	if (!strcmp(mode, "signalfd"))
+		mode_signalfd(want);
+	else if (!strcmp(mode, "as"))
+		mode_as(want);
+	else if (!strcmp(mode, "nproc"))
+		mode_nproc(want);
+	else if (!strcmp(mode, "sigpipe"))
+		mode_sigpipe(want);
+	else if (!strcmp(mode, "cancel"))
+		mode_cancel(want);
+	else if (!strcmp(mode, "dlclose") && argc > 3)
+		mode_dlclose(want, argv[3]);
+	else {
+		fprintf(stderr, "usage: %s signalfd|as|nproc|sigpipe|cancel p2p|none|any [nocore]\n"
+			"       %s dlclose p2p|none|any LIBRARY\n", argv[0], argv[0]);
+		return 2;
+	}
+	if (nocore)
+		CHECK(!core_mapped(), "the Go core is mapped");
+	return check_exit("test_host");
+}

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: MIT
+
+//go:build cgo
+
+package indexfuzz
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/efap2p/efap2p/internal/answer"
+	"github.com/efap2p/efap2p/p2p"
+	"github.com/efap2p/efap2p/sim"
+)
+
+// seed writes a model's tree and its topology file with index, as export
+// does, and returns the index's bytes.
+func seed(t testing.TB, model string) []byte {
+	t.Helper()
+	m, err := sim.Builtin(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	root := filepath.Join(dir, "sys")
+	if err := m.Write(root, sim.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := p2p.OpenSysfs(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := p2p.NewOracle(p2p.NewTopology(s))
+	accels, _ := o.Topology().Accelerators()
+	devs, _ := s.RDMADevices()
+	tf := p2p.NewTopologyFile("seed")
+	for _, d := range devs {
+		tf.NICs = append(tf.NICs, p2p.TopoNIC{Addr: d.Addr, IBDev: d.Name})
+		for _, a := range accels {
+			v, err := o.Verdict(a.Addr, d.Addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tf.Pairs = append(tf.Pairs, p2p.TopoPair{Provider: v.Provider, Client: v.Client,
+				MapType: v.MapType, Distance: v.Distance, Path: v.Path, Outcome: v.Outcome, Reason: v.Reason})
+		}
+	}
+	if err := tf.RecordMachine(o.Topology(), false); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "topology.json")
+	if err := answer.WriteTopology(file, tf, s, p2p.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(file + answer.IndexSuffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// agree checks that the C parser and the Go reader take or refuse data
+// alike, and answer every lookup alike.
+func agree(t *testing.T, data []byte) {
+	gix, gerr := answer.ReadIndex(data)
+	cix := Parse(data)
+	if (gerr == nil) != (cix != nil) {
+		t.Fatalf("Go reader: %v; C parser accepts: %v", gerr, cix != nil)
+	}
+	if cix == nil {
+		return
+	}
+	defer cix.Free()
+	for _, n := range gix.NICs {
+		flags, summary, ok := cix.NIC(n.Key)
+		if !ok || flags != n.Flags || summary != n.Summary {
+			t.Fatalf("NIC %#x: C %v %#x %q, Go %#x %q", n.Key, ok, flags, summary, n.Flags, n.Summary)
+		}
+	}
+	for _, d := range gix.Dmabufs {
+		dec, errno, reason, ok := cix.Dmabuf(d.NIC, d.Exporter)
+		want, _ := gix.Dmabuf(d.NIC, d.Exporter)
+		if !ok || dec != want.Decision || errno != int(want.Err) || reason != want.Best.Reason {
+			t.Fatalf("dma-buf %#x %q: C %v %d %d %q, Go %+v", d.NIC, d.Exporter, ok, dec, errno, reason, want)
+		}
+	}
+	for _, p := range gix.Peers {
+		outcome, reason, ok := cix.Peer(p.NIC, p.Peer)
+		if !ok || outcome != p.Attr.Attr.Outcome || reason != p.Attr.Reason {
+			t.Fatalf("peer %#x %#x: C %v %d %q, Go %d %q", p.NIC, p.Peer, ok, outcome, reason, p.Attr.Attr.Outcome, p.Attr.Reason)
+		}
+	}
+	if _, _, ok := cix.NIC(^uint64(0) - 1); ok {
+		t.Fatal("C finds a NIC the index does not have")
+	}
+}
+
+// TestCAgreesWithGo on the indexes of the built-in models.
+func TestCAgreesWithGo(t *testing.T) {
+	for _, model := range []string{"p5.48xlarge", "intel-acs-switch", "multi-domain"} {
+		data := seed(t, model)
+		if Parse(data) == nil {
+			t.Fatalf("%s: the C parser refuses a written index", model)
+		}
+		agree(t, data)
+	}
+}
+
+// small is an index of one record of each kind, a seed the fuzzer can
+// mutate quickly.
+func small() []byte {
+	ix := &answer.Index{Kernel: "6.8.0", Functions: []answer.IndexFunction{{Key: 0x5300, Vendor: 0x10de, Device: 0x2330}},
+		NICs: []answer.IndexNIC{{Key: 0x4f00, Flags: answer.NICReaches, Summary: "s"}},
+		Dmabufs: []answer.IndexDmabuf{{NIC: 0x4f00, Exporter: "nv_dmabuf",
+			Dmabuf: answer.Dmabuf{Decision: answer.DmabufAllow, AllAllowed: true, Best: answer.Attr{Reason: "r"}}}},
+		Peers: []answer.IndexPeer{{NIC: 0x4f00, Peer: 0x5300, Attr: answer.Attr{Reason: "r"}}}}
+	return ix.Marshal()
+}
+
+func FuzzCIndex(f *testing.F) {
+	f.Add(small())
+	data := seed(f, "intel-acs-switch")
+	f.Add(data)
+	f.Add(data[:answer.IndexHeaderSize+16])
+	f.Fuzz(agree)
+}
