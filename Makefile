@@ -38,9 +38,10 @@ LDCONFIG ?= ldconfig
 APT_PACKAGES = libibverbs-dev ibverbs-providers ibverbs-utils python3-pyverbs \
 	cmake pkg-config gcc g++ make valgrind graphviz \
 	debhelper dpkg-dev lintian man-db
-# The tool, as the Makefile and CMake build it: PIE, its version and the
-# libdir it is installed to written in.
-GO_LDFLAGS = -X main.version=$(VERSION) -X main.libDir=$(LIBDIR)
+# The tool, as the Makefile and CMake build it: a PIE linked with libc by
+# the C linker (as Debian wants binaries), its version and the libdir it
+# is installed to written in.
+GO_LDFLAGS = -linkmode=external -X main.version=$(VERSION) -X main.libDir=$(LIBDIR)
 # CMake gets the install directories relative to PREFIX where they are
 # under it, so that 'cmake --install --prefix DIR' moves them with it.
 rel = $(patsubst $(PREFIX)/%,%,$(1))
@@ -62,7 +63,7 @@ build: go-build c-build
 
 go-build:
 	@mkdir -p $(BUILD)
-	$(GO) build -trimpath -buildmode=pie -ldflags "$(GO_LDFLAGS)" -o $(BUILD)/efap2p ./cmd/efap2p
+	CGO_ENABLED=1 $(GO) build -trimpath -buildmode=pie -ldflags "$(GO_LDFLAGS)" -o $(BUILD)/efap2p ./cmd/efap2p
 
 c-build:
 	$(CMAKE) -S . -B $(BUILD)/cmake -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEFAP2P_BUILD_DIR=$(abspath $(BUILD)) \

@@ -28,12 +28,13 @@ set(EFAP2P_SYSTEMDUNITDIR "${_unitdir}" CACHE STRING "systemd system unit direct
 set(EFAP2P_UDEVRULESDIR "${_rulesdir}" CACHE STRING "udev rules directory (relative: to the prefix)")
 set(EFAP2P_SYSTEMCTL "/bin/systemctl" CACHE FILEPATH "systemctl, as the udev rule runs it")
 
-# The tool: a PIE, with its version and the libdir it is installed to
-# (where 'efap2p sim' looks for libefasim.so), as the Makefile builds it.
+# The tool, as the Makefile builds it: a PIE linked with libc by the C
+# linker, with its version and the libdir it is installed to (where
+# 'efap2p sim' looks for libefasim.so).
 add_custom_target(efap2p-tool ALL
   COMMAND ${CMAKE_COMMAND} -E env CGO_ENABLED=1
           ${GO_EXECUTABLE} build -trimpath -buildmode=pie
-          "-ldflags=-X main.version=${PROJECT_VERSION} -X main.libDir=${CMAKE_INSTALL_FULL_LIBDIR}"
+          "-ldflags=-linkmode=external -X main.version=${PROJECT_VERSION} -X main.libDir=${CMAKE_INSTALL_FULL_LIBDIR}"
           -o ${EFAP2P_BUILD_DIR}/efap2p ./cmd/efap2p
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}
   BYPRODUCTS ${EFAP2P_BUILD_DIR}/efap2p

@@ -3,6 +3,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -142,5 +144,27 @@ func TestVersion(t *testing.T) {
 	version = "9.8.7"
 	if _, out, _ := runTool("--version"); !strings.HasPrefix(out, "efap2p 9.8.7\nbuilt with go") {
 		t.Errorf("with -X main.version=9.8.7: %q", out)
+	}
+}
+
+// TestVersionAgrees: the VERSION file (which the Makefile, CMake, the
+// library's file name and its pkg-config file take) and the Debian
+// package's version are one.
+func TestVersionAgrees(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "VERSION"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := strings.TrimSpace(string(b))
+	if !regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`).MatchString(v) {
+		t.Fatalf("VERSION %q: want MAJOR.MINOR.PATCH", v)
+	}
+	cl, err := os.ReadFile(filepath.Join("..", "..", "debian", "changelog"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`^efap2p \(([^)-]+)(-[^)]*)?\) `).FindSubmatch(cl)
+	if m == nil || string(m[1]) != v {
+		t.Errorf("debian/changelog's first entry %q; want version %s (the VERSION file)", strings.SplitN(string(cl), "\n", 2)[0], v)
 	}
 }
