@@ -37,7 +37,7 @@ SYSTEMCTL ?= /bin/systemctl
 LDCONFIG ?= ldconfig
 APT_PACKAGES = libibverbs-dev ibverbs-providers ibverbs-utils python3-pyverbs \
 	cmake pkg-config gcc g++ make valgrind graphviz \
-	debhelper dpkg-dev lintian man-db
+	build-essential debhelper dpkg-dev lintian man-db
 # The tool, as the Makefile and CMake build it: a PIE linked with libc by
 # the C linker (as Debian wants binaries), its version and the libdir it
 # is installed to written in.

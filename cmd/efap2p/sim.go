@@ -31,7 +31,8 @@ const simUsage = `Usage:
       run COMMAND inside an emulated EFA host
   efap2p sim list
       list the built-in machine models
-  efap2p sim write [--machine NAME | --model FILE] [--unprivileged] [--force] DIR
+  efap2p sim write [--machine NAME | --model FILE] [--unprivileged] [--force]
+                   DIR
       write the model's sysfs tree (and the emulator's efasim.conf) under DIR
 
 Running a command:
