@@ -18,7 +18,7 @@ func runTool(args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
-func writeTree(t *testing.T, name string) string {
+func writeTree(t testing.TB, name string) string {
 	t.Helper()
 	m, err := sim.Builtin(name)
 	if err != nil {
