@@ -326,8 +326,8 @@ func TestTopoDOTUsage(t *testing.T) {
 	if code, _, errs := runTool("topo", "--sysfs", dir, "--dot", "--json"); code != 2 || !strings.Contains(errs, "exclude") {
 		t.Errorf("--dot --json: exit %d: %s", code, errs)
 	}
-	if code, _, errs := runTool("topo", "--help"); code != 0 || !strings.Contains(errs, "-dot") || !strings.Contains(errs, "Graphviz") {
-		t.Errorf("topo --help: exit %d: %s", code, errs)
+	if code, out, errs := runTool("topo", "--help"); code != 0 || !strings.Contains(out, "--dot") || !strings.Contains(out, "Graphviz") {
+		t.Errorf("topo --help: exit %d: %s%s", code, out, errs)
 	}
 }
 

@@ -6,16 +6,17 @@
 //
 // Usage:
 //
-//	efap2p topo    [--sysfs DIR] [--json | --dot]      the matrix of accelerators and NICs (--dot: a Graphviz picture)
-//	efap2p export  [--sysfs DIR] [--format json|nccl] [-o FILE]   a topology file, or an NCCL topology XML
-//	efap2p explain [--sysfs DIR] [--json] PROVIDER CLIENT
+//	efap2p topo    [--sysfs DIR] [--topology FILE] [--full | --json | --dot]
+//	efap2p explain [--sysfs DIR] [--topology FILE] [--json] PROVIDER CLIENT
+//	efap2p export  [--sysfs DIR] [--format json|nccl] [-o FILE]
 //	efap2p sim [--machine NAME | --model FILE] [--keep] -- COMMAND [ARGS...]
-//	efap2p sim write [--machine NAME | --model FILE] DIR
+//	efap2p sim write [--machine NAME | --model FILE] [--force] DIR
 //	efap2p sim list
+//	efap2p version | --version
 //	efap2p help [COMMAND]
 //
-// Exit status: 0 on success, 1 when the work failed, 2 for bad usage or
-// input (a wrong address, a missing tree).
+// Every command takes --help. Exit status: 0 on success, 1 when the work
+// failed, 2 for bad usage or input (a wrong address, a missing tree).
 package main
 
 import (
@@ -38,14 +39,6 @@ var commands = map[string]*command{}
 
 func register(c *command) { commands[c.name] = c }
 
-// usageError is an error in how the tool was called: exit status 2.
-type usageError struct{ err error }
-
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
-
-func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
-
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -59,39 +52,55 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch name {
 	case "-h", "--help", "help":
 		if len(args) > 1 {
-			if c, ok := commands[args[1]]; ok {
-				return exitCode(c.run([]string{"--help"}, stdout, stderr), stderr)
+			c, ok := commands[args[1]]
+			if !ok {
+				return exitCode(usagef("help: unknown command %q", args[1]), "", stdout, stderr)
 			}
+			return exitCode(c.run([]string{"--help"}, stdout, stderr), c.name, stdout, stderr)
 		}
 		printUsage(stdout)
 		return 0
+	case "--version", "-V":
+		name = "version"
 	}
 	c, ok := commands[name]
 	if !ok {
-		fmt.Fprintf(stderr, "efap2p: unknown command %q\n", name)
-		printUsage(stderr)
-		return 2
+		if strings.HasPrefix(name, "-") {
+			return exitCode(usagef("unknown option %s", name), "", stdout, stderr)
+		}
+		return exitCode(usagef("unknown command %q", name), "", stdout, stderr)
 	}
-	return exitCode(c.run(args[1:], stdout, stderr), stderr)
+	return exitCode(c.run(args[1:], stdout, stderr), c.name, stdout, stderr)
 }
-
-// errHelp is returned after --help was printed.
-var errHelp = errors.New("help printed")
 
 // exitStatus is an error that carries a child's exit status (sim run).
 type exitStatus int
 
 func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
-func exitCode(err error, stderr io.Writer) int {
-	var ue usageError
-	var es exitStatus
+// exitCode prints what a command returned and gives the exit status: help
+// on stdout (0); a usage error as one line and a hint (2); bad input as one
+// line (2); a failure as one line (1).
+func exitCode(err error, cmd string, stdout, stderr io.Writer) int {
+	var (
+		help helpText
+		ue   usageError
+		ie   inputError
+		es   exitStatus
+	)
 	switch {
-	case err == nil, errors.Is(err, errHelp):
+	case err == nil:
+		return 0
+	case errors.As(err, &help):
+		fmt.Fprint(stdout, string(help))
 		return 0
 	case errors.As(err, &es):
 		return int(es)
 	case errors.As(err, &ue):
+		prog := strings.TrimSpace("efap2p " + cmd)
+		fmt.Fprintf(stderr, "%s: %v\nTry '%s --help' for more information.\n", prog, err, prog)
+		return 2
+	case errors.As(err, &ie):
 		fmt.Fprintf(stderr, "efap2p: %v\n", err)
 		return 2
 	default:
@@ -101,7 +110,7 @@ func exitCode(err error, stderr io.Writer) int {
 }
 
 func printUsage(w io.Writer) {
-	fmt.Fprintf(w, "efap2p: can this NIC DMA into that accelerator? The kernel's P2P answer, pair by pair.\n\nUsage: efap2p COMMAND [OPTIONS] [ARGS]\n\nCommands:\n")
+	fmt.Fprint(w, "efap2p: can this NIC DMA into that accelerator? The kernel's P2P answer,\npair by pair.\n\nUsage: efap2p COMMAND [OPTIONS] [ARGS]\n\nCommands:\n")
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
@@ -110,7 +119,11 @@ func printUsage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintf(w, "\nRun 'efap2p COMMAND --help' for a command's options. Exit status: 0 ok, 1 failure, 2 bad usage or input.\n")
+	fmt.Fprint(w, `
+Run 'efap2p COMMAND --help' for a command's options, 'efap2p --version' for
+the version, 'man efap2p' for the manual.
+Exit status: 0 ok, 1 failure, 2 bad usage or input.
+`)
 }
 
 // splitSub returns the subcommand word and the rest, for commands with

@@ -38,6 +38,10 @@ func (o *oracleFlags) register(fs *flag.FlagSet, withTopology bool) {
 	if withTopology {
 		fs.StringVar(&o.topology, "topology", "", "topology `FILE` written by 'efap2p export' (default $EFAP2P_TOPOLOGY, else "+p2p.BootTopologyFile+" or "+p2p.OperatorTopologyFile+")")
 	}
+}
+
+// registerJSON adds --json, for the commands that print JSON.
+func (o *oracleFlags) registerJSON(fs *flag.FlagSet) {
 	fs.BoolVar(&o.json, "json", false, "print JSON")
 }
 
@@ -51,7 +55,7 @@ func (o *oracleFlags) open() (*p2p.Oracle, *p2p.Sysfs, error) {
 	}
 	src, err := p2p.OpenSysfs(root)
 	if err != nil {
-		return nil, nil, usageError{err}
+		return nil, nil, inputError{err}
 	}
 	opts := p2p.Options{TopologyFile: o.topology, TopologyFiles: o.inputs}
 	if opts.TopologyFile == "" && opts.TopologyFiles == nil {
@@ -69,29 +73,20 @@ func (o *oracleFlags) warnf() func(string, ...any) {
 	return func(format string, args ...any) { fmt.Fprintf(o.stderr, "efap2p: warning: "+format+"\n", args...) }
 }
 
-func parseFlags(fs *flag.FlagSet, args []string, usage string, stderr io.Writer) error {
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return errHelp
-		}
-		return usageError{err}
-	}
-	return nil
-}
-
 const explainUsage = `Usage: efap2p explain [--sysfs DIR] [--topology FILE] [--json] PROVIDER CLIENT
 
 The P2P DMA verdict for a DMA from CLIENT (e.g. a NIC) into memory owned by
 PROVIDER (e.g. a GPU): the kernel's map type and distance, what the driver
 exporting PROVIDER's memory does with it (policy and outcome), the path's
 bandwidth and latency, the source of the verdict (topology file, ACPI P2P
-table, or computed), the reason and the kernel's own hint. Addresses are PCI
-addresses as sysfs names them: 0000:4f:00.0 (or 4f:00.0).
+table, or computed), the reason and the kernel's own hint.
+
+PROVIDER and CLIENT are named as 'efap2p topo' names them (GPU0, ACC0, NIC3,
+NET0), by RDMA device (rdmap79s0, mlx5_0), or by PCI address as sysfs
+writes it (0000:53:00.0, or 53:00.0 in domain 0000):
+
+  efap2p explain GPU0 NIC3
+  efap2p explain 53:00.0 rdmap79s0
 
 Options:
 `
@@ -100,29 +95,30 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
 	of := oracleFlags{stderr: stderr}
 	of.register(fs, true)
+	of.registerJSON(fs)
 	if err := parseFlags(fs, args, explainUsage, stderr); err != nil {
 		return err
 	}
 	if fs.NArg() != 2 {
-		fs.Usage()
-		return usagef("explain needs a PROVIDER and a CLIENT address")
-	}
-	provider, err := p2p.ParseAddr(fs.Arg(0))
-	if err != nil {
-		return usagef("provider: %w", err)
-	}
-	client, err := p2p.ParseAddr(fs.Arg(1))
-	if err != nil {
-		return usagef("client: %w", err)
+		return usagef("needs a PROVIDER and a CLIENT (got %d arguments)", fs.NArg())
 	}
 	o, src, err := of.open()
 	if err != nil {
 		return err
 	}
+	r := newDeviceResolver(o, src)
+	provider, err := r.resolve(fs.Arg(0))
+	if err != nil {
+		return inputError{fmt.Errorf("provider: %w", err)}
+	}
+	client, err := r.resolve(fs.Arg(1))
+	if err != nil {
+		return inputError{fmt.Errorf("client: %w", err)}
+	}
 	v, err := o.Verdict(provider, client)
 	if err != nil {
 		if errors.Is(err, p2p.ErrNoFunction) {
-			return usageError{err}
+			return inputError{err}
 		}
 		return err
 	}
@@ -256,201 +252,4 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-const topoUsage = `Usage: efap2p topo [--sysfs DIR] [--topology FILE] [--json | --dot]
-
-The matrix of the machine's accelerators (PCI class 03 display, 12 processing
-accelerator) and NICs (class 02), each cell the path class between the two as
-NCCL and nvidia-smi name it, marked where P2P is refused (!), bounced through
-system memory (~), or refused by the kernel's rule but allowed by the
-exporting driver (*). For an accelerator and a NIC, the accelerator is the
-provider (it owns the memory) and the NIC the client.
-
---dot prints a Graphviz digraph instead (render it with
-'dot -Tsvg -o topo.svg'): the PCI tree from the root buses (grouped by NUMA
-node) down to the accelerators and NICs, switches boxed with their ports,
-each accelerator and NIC filled with its best outcome with the other kind
-(green true P2P, orange bounced, red refused), a bold green edge from each
-NIC to its nearest accelerator with true P2P, and dashed edges for pairs
-refused (red) or bounced (orange) although they share an upstream bridge.
-
-Options:
-`
-
-// topoDevice is one row (and column) of the matrix.
-type topoDevice struct {
-	Name     string   `json:"name"`
-	Addr     p2p.Addr `json:"addr"`
-	Kind     string   `json:"kind"` // "accelerator" or "nic"
-	Vendor   string   `json:"vendor"`
-	Device   string   `json:"device"`
-	Driver   string   `json:"driver,omitempty"`
-	NUMANode int      `json:"numa_node"`
-	IBDev    string   `json:"ibdev,omitempty"`
-}
-
-// topoCell is one cell of the matrix.
-type topoCell struct {
-	Provider     p2p.Addr      `json:"provider"`
-	Client       p2p.Addr      `json:"client"`
-	Path         p2p.PathClass `json:"path"`
-	MapType      p2p.MapType   `json:"map_type"`
-	Distance     int           `json:"distance"`
-	Policy       string        `json:"policy"`
-	Outcome      p2p.Outcome   `json:"outcome"`
-	BandwidthMBs int           `json:"bandwidth_mbs"`
-	LatencyNs    int           `json:"latency_ns"`
-	Source       string        `json:"source"`
-}
-
-type topoMatrix struct {
-	Devices []topoDevice `json:"devices"`
-	Matrix  [][]topoCell `json:"matrix"`
-}
-
-func runTopo(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("topo", flag.ContinueOnError)
-	of := oracleFlags{stderr: stderr}
-	of.register(fs, true)
-	dot := fs.Bool("dot", false, "print a Graphviz digraph of the PCI paths of accelerators and NICs")
-	if err := parseFlags(fs, args, topoUsage, stderr); err != nil {
-		return err
-	}
-	if fs.NArg() != 0 {
-		fs.Usage()
-		return usagef("topo takes no arguments")
-	}
-	if *dot && of.json {
-		return usagef("--dot and --json exclude each other")
-	}
-	o, src, err := of.open()
-	if err != nil {
-		return err
-	}
-	m, err := buildMatrix(o, src)
-	if err != nil {
-		return err
-	}
-	switch {
-	case of.json:
-		return writeJSON(stdout, m)
-	case *dot:
-		return writeDOT(stdout, o, src, m)
-	}
-	printMatrix(stdout, m)
-	return nil
-}
-
-func buildMatrix(o *p2p.Oracle, src *p2p.Sysfs) (*topoMatrix, error) {
-	t := o.Topology()
-	all, err := t.Functions()
-	if err != nil {
-		return nil, err
-	}
-	var accels, nics []topoDevice
-	for _, a := range all {
-		f, err := t.Function(a)
-		if err != nil {
-			return nil, err
-		}
-		at, err := f.Attrs()
-		if err != nil {
-			return nil, err
-		}
-		d := topoDevice{Addr: a, Vendor: fmt.Sprintf("%04x", at.Vendor), Device: fmt.Sprintf("%04x", at.Device), Driver: at.Driver, NUMANode: at.NUMANode}
-		switch {
-		case at.IsAccelerator():
-			d.Kind = "accelerator"
-			d.Name = fmt.Sprintf("GPU%d", len(accels))
-			if at.Class>>16 == 0x12 {
-				d.Name = fmt.Sprintf("ACC%d", len(accels))
-			}
-			accels = append(accels, d)
-		case at.Class>>16 == 0x02:
-			d.Kind = "nic"
-			d.Name = fmt.Sprintf("NIC%d", len(nics))
-			d.IBDev = ibdevOf(src, a)
-			nics = append(nics, d)
-		}
-	}
-	m := &topoMatrix{Devices: append(accels, nics...)}
-	for _, r := range m.Devices {
-		row := make([]topoCell, len(m.Devices))
-		for j, c := range m.Devices {
-			provider, client := r.Addr, c.Addr
-			if r.Kind == "nic" && c.Kind == "accelerator" {
-				provider, client = c.Addr, r.Addr
-			}
-			v, err := o.Verdict(provider, client)
-			if err != nil {
-				return nil, err
-			}
-			row[j] = topoCell{Provider: provider, Client: client, Path: v.Path, MapType: v.MapType, Distance: v.Distance,
-				Policy: v.Policy, Outcome: v.Outcome, BandwidthMBs: v.BandwidthMBs(), LatencyNs: v.LatencyNs(), Source: v.Source}
-		}
-		m.Matrix = append(m.Matrix, row)
-	}
-	return m, nil
-}
-
-func printMatrix(w io.Writer, m *topoMatrix) {
-	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
-	fmt.Fprint(tw, "\t")
-	for _, d := range m.Devices {
-		fmt.Fprintf(tw, "%s\t", d.Name)
-	}
-	fmt.Fprintln(tw, "NUMA")
-	refused := false
-	for i, d := range m.Devices {
-		fmt.Fprintf(tw, "%s\t", d.Name)
-		for j, c := range m.Matrix[i] {
-			cell := c.Path.String()
-			switch {
-			case i == j:
-				cell = "X"
-			case c.Outcome == p2p.OutcomeRefused:
-				cell += "!"
-				refused = true
-			case c.Outcome == p2p.OutcomeBounced:
-				cell += "~"
-				refused = true
-			case !c.MapType.Supported():
-				cell += "*"
-				refused = true
-			}
-			fmt.Fprintf(tw, "%s\t", cell)
-		}
-		fmt.Fprintf(tw, "%d\n", d.NUMANode)
-	}
-	tw.Flush()
-	fmt.Fprint(w, `
-Legend:
-  X    = Self
-  SYS  = Path through PCIe and the interconnect between NUMA nodes (e.g. across sockets)
-  NODE = Path through PCIe and between host bridges within one NUMA node
-  PHB  = Path through PCIe and one PCIe host bridge (typically the CPU)
-  PXB  = Path through several PCIe bridges, without a host bridge
-  PIX  = Path through at most one PCIe switch (or bridge)
-  !    = P2P DMA is refused for this pair
-  ~    = allowed, but bounced through system memory by the exporter (amdgpu): not P2P
-  *    = the kernel's rule refuses the pair (NOT_SUPPORTED), the exporter (nvidia) allows it
-  'efap2p explain PROVIDER CLIENT' says why.
-`)
-	if !refused {
-		fmt.Fprintln(w, "  (no pair is refused on this machine)")
-	}
-	fmt.Fprintln(w, "\nDevices:")
-	names := make([]string, 0, len(m.Devices))
-	for _, d := range m.Devices {
-		s := fmt.Sprintf("  %-6s %s %s:%s", d.Name+":", d.Addr, d.Vendor, d.Device)
-		if d.Driver != "" {
-			s += " " + d.Driver
-		}
-		if d.IBDev != "" {
-			s += " " + d.IBDev
-		}
-		names = append(names, s)
-	}
-	fmt.Fprintln(w, strings.Join(names, "\n"))
 }

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -30,7 +31,8 @@ const simUsage = `Usage:
       run COMMAND inside an emulated EFA host
   efap2p sim list
       list the built-in machine models
-  efap2p sim write [--machine NAME | --model FILE] [--unprivileged] DIR
+  efap2p sim write [--machine NAME | --model FILE] [--unprivileged] [--force]
+                   DIR
       write the model's sysfs tree (and the emulator's efasim.conf) under DIR
 
 Running a command:
@@ -47,9 +49,15 @@ Running a command:
   --keep is given (then its path is printed on stderr).
 
   The library is looked for in $EFASIM_LIBRARY, then next to the efap2p
-  executable, then in ../lib/efap2p/ from it (an installed layout).
+  executable (the build tree), then in the efap2p/ directory of the libdir
+  it was installed to (../lib/efap2p/, ../lib/<multiarch>/efap2p/ or
+  ../lib64/efap2p/ from the executable, or the libdir it was built for).
   Programs that LD_PRELOAD cannot reach (static binaries, setuid programs,
   raw system calls) see no emulated host.
+
+Writing a tree:
+  DIR must be new or empty. --force replaces a tree written there before
+  (a directory holding efasim.conf); any other non-empty DIR is refused.
 
 Exit status:
   COMMAND's exit status; 128+N when it was killed by signal N; 127 when it
@@ -66,15 +74,27 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 		return simWrite(rest, stdout, stderr)
 	case "":
 		if len(rest) > 0 && (rest[0] == "-h" || rest[0] == "--help") {
-			fmt.Fprint(stdout, simUsage)
-			return errHelp
+			return simHelp()
 		}
 		if len(rest) > 0 {
 			return simRun(rest, stdout, stderr)
 		}
+		return usagef("what to do? A command after --, list or write")
 	}
-	fmt.Fprint(stderr, simUsage)
-	return usagef("sim: unknown or missing subcommand %q", sub)
+	return usagef("unknown subcommand %q (want -- COMMAND, list or write)", sub)
+}
+
+// simHelp is sim's --help: the usage, then the options of each form.
+func simHelp() error {
+	var b strings.Builder
+	b.WriteString(simUsage)
+	fs, _, _ := simRunFlags()
+	b.WriteString("\nOptions of 'efap2p sim ... -- COMMAND':\n")
+	writeOptions(&b, fs)
+	fs, _, _, _ = simWriteFlags()
+	b.WriteString("\nOptions of 'efap2p sim write':\n")
+	writeOptions(&b, fs)
+	return helpText(b.String())
 }
 
 // modelFlags are the flags that choose a machine model.
@@ -95,7 +115,7 @@ func (m *modelFlags) load() (*sim.Machine, error) {
 	case m.model != "":
 		mm, err := sim.LoadFile(m.model)
 		if err != nil {
-			return nil, usageError{err}
+			return nil, inputError{err}
 		}
 		return mm, nil
 	}
@@ -105,18 +125,18 @@ func (m *modelFlags) load() (*sim.Machine, error) {
 	}
 	mm, err := sim.Builtin(name)
 	if err != nil {
-		return nil, usageError{err}
+		return nil, inputError{err}
 	}
 	return mm, nil
 }
 
 func simList(args []string, stdout io.Writer) error {
-	if len(args) > 0 {
-		if args[0] == "-h" || args[0] == "--help" {
-			fmt.Fprint(stdout, simUsage)
-			return errHelp
-		}
-		return usagef("sim list takes no arguments")
+	fs := flag.NewFlagSet("sim list", flag.ContinueOnError)
+	if err := parseFlags(fs, args, "Usage: efap2p sim list\n\nThe built-in machine models: name, functions, EFA NICs, description.\n\n", nil); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("list takes no arguments")
 	}
 	for _, n := range sim.BuiltinNames() {
 		m, err := sim.Builtin(n)
@@ -132,35 +152,71 @@ func simList(args []string, stdout io.Writer) error {
 	return nil
 }
 
-func simWrite(args []string, stdout, stderr io.Writer) error {
+// simWriteFlags is the flag set of sim write.
+func simWriteFlags() (*flag.FlagSet, *modelFlags, *bool, *bool) {
 	fs := flag.NewFlagSet("sim write", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var mf modelFlags
+	mf := &modelFlags{}
 	mf.register(fs)
 	unpriv := fs.Bool("unprivileged", false, "write config files as a non-root process sees them (64 bytes: ACS unknown)")
-	fs.Usage = func() { fmt.Fprint(stderr, simUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return errHelp
+	force := fs.Bool("force", false, "replace a tree written to DIR before")
+	return fs, mf, unpriv, force
+}
+
+func simWrite(args []string, stdout, stderr io.Writer) error {
+	fs, mf, unpriv, force := simWriteFlags()
+	if err := parseFlags(fs, args, simUsage, stderr); err != nil {
+		if _, ok := err.(helpText); ok {
+			return simHelp()
 		}
-		return usageError{err}
+		return err
 	}
 	if fs.NArg() != 1 {
-		fs.Usage()
-		return usagef("sim write needs exactly one directory")
+		return usagef("write needs exactly one directory")
 	}
 	m, err := mf.load()
 	if err != nil {
+		return err
+	}
+	dir := fs.Arg(0)
+	if err := prepareTreeDir(dir, *force); err != nil {
 		return err
 	}
 	opt := sim.WriteOptions{}
 	if *unpriv {
 		opt.ConfigBytes = 64
 	}
-	if err := m.Write(fs.Arg(0), opt); err != nil {
-		return fmt.Errorf("writing %s: %w", fs.Arg(0), err)
+	if err := m.Write(dir, opt); err != nil {
+		return fmt.Errorf("writing %s: %w", dir, err)
 	}
-	fmt.Fprintf(stdout, "wrote machine %s (%d functions, %d EFA NICs) to %s\n", m.Name, len(m.Functions()), len(m.EFANICs()), fs.Arg(0))
+	fmt.Fprintf(stdout, "wrote machine %s (%d functions, %d EFA NICs) to %s\n", m.Name, len(m.Functions()), len(m.EFANICs()), dir)
+	return nil
+}
+
+// prepareTreeDir checks that sim write may write into dir: a new or empty
+// directory; with force, an earlier tree (efasim.conf at its top), which
+// is removed first so that nothing of the old machine is left.
+func prepareTreeDir(dir string, force bool) error {
+	ents, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return inputError{fmt.Errorf("sim write: %w", err)}
+	case len(ents) == 0:
+		return nil
+	}
+	tree := regularFile(filepath.Join(dir, sim.EmulatorConfigName)) == nil
+	switch {
+	case !tree:
+		return inputError{fmt.Errorf("sim write: %s is not empty and holds no emulated tree (no %s): choose a new or empty directory", dir, sim.EmulatorConfigName)}
+	case !force:
+		return inputError{fmt.Errorf("sim write: %s already holds an emulated tree: --force replaces it", dir)}
+	}
+	for _, e := range ents {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("sim write: removing the old tree: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -170,36 +226,46 @@ const libraryName = "libefasim.so"
 // executable returns the running binary's path; tests replace it.
 var executable = os.Executable
 
+// simRunFlags is the flag set of sim -- COMMAND.
+func simRunFlags() (*flag.FlagSet, *modelFlags, *bool) {
+	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
+	mf := &modelFlags{}
+	mf.register(fs)
+	keep := fs.Bool("keep", false, "keep the emulated host's sysfs tree and print its path")
+	return fs, mf, keep
+}
+
 // simRun runs a command inside an emulated host:
 // efap2p sim [--machine NAME | --model FILE] [--keep] -- COMMAND [ARGS...].
 func simRun(args []string, stdout, stderr io.Writer) error {
 	dash := slices.Index(args, "--")
 	if dash < 0 {
-		fmt.Fprint(stderr, simUsage)
-		return usagef("sim: put the command to run after --")
-	}
-	fset := flag.NewFlagSet("sim", flag.ContinueOnError)
-	fset.SetOutput(stderr)
-	var mf modelFlags
-	mf.register(fset)
-	keep := fset.Bool("keep", false, "keep the emulated host's sysfs tree and print its path")
-	fset.Usage = func() { fmt.Fprint(stderr, simUsage); fset.PrintDefaults() }
-	if err := fset.Parse(args[:dash]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return errHelp
+		fset, _, _ := simRunFlags()
+		if err := parseFlags(fset, args, simUsage, stderr); err != nil {
+			if _, ok := err.(helpText); ok {
+				return simHelp()
+			}
+			return err
 		}
-		return usageError{err}
+		return usagef("put the command to run after --")
+	}
+	fset, mf, keep := simRunFlags()
+	if err := parseFlags(fset, args[:dash], simUsage, stderr); err != nil {
+		if _, ok := err.(helpText); ok {
+			return simHelp()
+		}
+		return err
 	}
 	if fset.NArg() > 0 {
-		return usagef("sim: unexpected %q before --", fset.Arg(0))
+		return usagef("unexpected %q before --", fset.Arg(0))
 	}
 	command := args[dash+1:]
 	if len(command) == 0 {
-		return usagef("sim: no command after --")
+		return usagef("no command after --")
 	}
 	lib, err := findLibrary()
 	if err != nil {
-		return usageError{err}
+		return inputError{err}
 	}
 	m, err := mf.load()
 	if err != nil {
@@ -231,9 +297,45 @@ func simRun(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// findLibrary locates libefasim.so: $EFASIM_LIBRARY, then next to the
-// executable, then ../lib/efap2p/ from it. The path returned is absolute,
-// as LD_PRELOAD needs in a child that may change directory.
+// libDir is the libdir the tool was built to be installed with (the
+// Makefile and CMake pass their LIBDIR: go build -ldflags
+// "-X main.libDir=/usr/lib/x86_64-linux-gnu"); the emulator's library is in
+// its efap2p/ directory. Empty in a plain go build.
+var libDir string
+
+// multiarchTriplets are the Debian multiarch directories of the
+// architectures Go builds for, by GOARCH.
+var multiarchTriplets = map[string]string{
+	"amd64": "x86_64-linux-gnu", "arm64": "aarch64-linux-gnu", "386": "i386-linux-gnu",
+	"arm": "arm-linux-gnueabihf", "ppc64le": "powerpc64le-linux-gnu", "s390x": "s390x-linux-gnu",
+	"riscv64": "riscv64-linux-gnu", "loong64": "loongarch64-linux-gnu", "mips64le": "mips64el-linux-gnuabi64",
+}
+
+// libraryCandidates are the places findLibrary looks, in order, for an
+// executable in dir: next to it (the build tree), then the efap2p/
+// directory of the usual libdirs of its prefix (lib, lib/<multiarch>,
+// lib64), then that of the libdir it was built for.
+func libraryCandidates(dir string) []string {
+	prefix := filepath.Dir(dir)
+	c := []string{
+		filepath.Join(dir, libraryName),
+		filepath.Join(prefix, "lib", "efap2p", libraryName),
+	}
+	if t, ok := multiarchTriplets[runtime.GOARCH]; ok {
+		c = append(c, filepath.Join(prefix, "lib", t, "efap2p", libraryName))
+	}
+	c = append(c, filepath.Join(prefix, "lib64", "efap2p", libraryName))
+	if libDir != "" {
+		if p := filepath.Join(libDir, "efap2p", libraryName); !slices.Contains(c, p) {
+			c = append(c, p)
+		}
+	}
+	return c
+}
+
+// findLibrary locates libefasim.so: $EFASIM_LIBRARY, else the first of
+// libraryCandidates. The path returned is absolute, as LD_PRELOAD needs in
+// a child that may change directory.
 func findLibrary() (string, error) {
 	if p := os.Getenv("EFASIM_LIBRARY"); p != "" {
 		abs, err := filepath.Abs(p)
@@ -252,17 +354,14 @@ func findLibrary() (string, error) {
 	if resolved, err := filepath.EvalSymlinks(exe); err == nil {
 		exe = resolved
 	}
-	dir := filepath.Dir(exe)
-	candidates := []string{
-		filepath.Join(dir, libraryName),
-		filepath.Join(dir, "..", "lib", "efap2p", libraryName),
-	}
+	candidates := libraryCandidates(filepath.Dir(exe))
 	for _, c := range candidates {
 		if regularFile(c) == nil {
 			return filepath.Abs(c)
 		}
 	}
-	return "", fmt.Errorf("%s not found (looked for %s); build it with 'make c-build', or set EFASIM_LIBRARY", libraryName, strings.Join(candidates, " and "))
+	return "", fmt.Errorf("%s, the emulator's library, not found (looked for %s): install it (make install, or the efap2p-sim package), build it ('make c-build' in the source tree), or set EFASIM_LIBRARY",
+		libraryName, strings.Join(candidates, ", "))
 }
 
 func regularFile(p string) error {

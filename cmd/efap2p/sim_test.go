@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -23,18 +24,20 @@ func fakeLibrary(t *testing.T) string {
 	return p
 }
 
-// tinyModel writes a one-NIC machine model and returns its path: writing
-// it is quicker than the 32-NIC default on slow temporary filesystems.
-func tinyModel(t *testing.T) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "tiny.json")
-	model := `{"format": 1, "name": "tiny", "description": "one EFA NIC on a root bus",
+// tinyModelJSON is a one-NIC machine model: writing it is quicker than the
+// 32-NIC default on slow temporary filesystems.
+const tinyModelJSON = `{"format": 1, "name": "tiny", "description": "one EFA NIC on a root bus",
   "cpu": {"arch": "x86", "vendor": "AMD", "family": "19", "model": "01"},
   "root_buses": [{"domain": "0000", "bus": "00", "numa_node": 0, "functions": [
     {"addr": "0000:00:00.0", "kind": "host_bridge", "vendor": "1022", "device": "1480", "class": "060000"},
     {"addr": "0000:00:05.0", "kind": "endpoint", "vendor": "1d0f", "device": "efa1", "class": "020000", "driver": "efa", "efa": {}}
   ]}]}`
-	if err := os.WriteFile(p, []byte(model), 0o644); err != nil {
+
+// tinyModel writes tinyModelJSON and returns its path.
+func tinyModel(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "tiny.json")
+	if err := os.WriteFile(p, []byte(tinyModelJSON), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -140,21 +143,22 @@ func TestSimRunMissingLibrary(t *testing.T) {
 		executable = func() (string, error) { return filepath.Join(dir, "bin", "efap2p"), nil }
 		t.Cleanup(func() { executable = restore })
 		code, _, stderr := runSimCmd(t, "--", "true")
-		if code != 2 || !strings.Contains(stderr, "libefasim.so not found") || !strings.Contains(stderr, "make c-build") {
+		if code != 2 || !strings.Contains(stderr, "libefasim.so, the emulator's library, not found") || !strings.Contains(stderr, "make c-build") {
 			t.Errorf("exit %d, stderr %q; want 2 and a hint to build the library", code, stderr)
 		}
 	})
 }
 
+// TestFindLibraryLayouts: the emulator's library is found next to the
+// executable (the build tree), then in the efap2p/ directory of wherever
+// LIBDIR put it: PREFIX/lib, the multiarch PREFIX/lib/<triplet>, lib64,
+// or the libdir the tool was built for.
 func TestFindLibraryLayouts(t *testing.T) {
 	t.Setenv("EFASIM_LIBRARY", "")
-	restore := executable
-	t.Cleanup(func() { executable = restore })
-	root := t.TempDir()
-	exe := filepath.Join(root, "bin", "efap2p")
-	installed := filepath.Join(root, "lib", "efap2p", "libefasim.so")
-	beside := filepath.Join(root, "bin", "libefasim.so")
-	for _, p := range []string{exe, installed} {
+	restoreExe, restoreLib := executable, libDir
+	t.Cleanup(func() { executable, libDir = restoreExe, restoreLib })
+	touch := func(p string) {
+		t.Helper()
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -162,15 +166,79 @@ func TestFindLibraryLayouts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	executable = func() (string, error) { return exe, nil }
-	if got, err := findLibrary(); err != nil || got != installed {
-		t.Errorf("installed layout: %q, %v; want %q", got, err, installed)
+	for _, tc := range []struct {
+		name, lib, builtFor string
+	}{
+		{"PREFIX/lib", "lib/efap2p/libefasim.so", ""},
+		{"multiarch", "lib/" + multiarchTriplets[runtime.GOARCH] + "/efap2p/libefasim.so", ""},
+		{"lib64", "lib64/efap2p/libefasim.so", ""},
+		{"the LIBDIR it was built for", "opt/elsewhere/efap2p/libefasim.so", "opt/elsewhere"},
+		{"build tree", "bin/libefasim.so", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			exe := filepath.Join(root, "bin", "efap2p")
+			touch(exe)
+			want := filepath.Join(root, tc.lib)
+			touch(want)
+			executable = func() (string, error) { return exe, nil }
+			libDir = ""
+			if tc.builtFor != "" {
+				libDir = filepath.Join(root, tc.builtFor)
+			}
+			if got, err := findLibrary(); err != nil || got != want {
+				t.Errorf("%q, %v; want %q", got, err, want)
+			}
+		})
 	}
-	if err := os.WriteFile(beside, nil, 0o755); err != nil {
+	// next to the executable comes first
+	root := t.TempDir()
+	exe := filepath.Join(root, "bin", "efap2p")
+	touch(exe)
+	touch(filepath.Join(root, "lib", "efap2p", "libefasim.so"))
+	touch(filepath.Join(root, "bin", "libefasim.so"))
+	executable = func() (string, error) { return exe, nil }
+	if got, err := findLibrary(); err != nil || got != filepath.Join(root, "bin", "libefasim.so") {
+		t.Errorf("build tree and installed layout: %q, %v; want the one next to the executable", got, err)
+	}
+}
+
+// TestSimWriteForce: sim write refuses a non-empty directory; --force
+// replaces a tree written there before (nothing of the old machine is
+// left), and never touches a directory that holds something else.
+func TestSimWriteForce(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tree")
+	if code, _, errs := runSimCmd(t, "write", "--machine", "p4d.24xlarge", dir); code != 0 {
+		t.Fatalf("new directory: exit %d: %s", code, errs)
+	}
+	code, _, errs := runSimCmd(t, "write", "--model", tinyModel(t), dir)
+	if code != 2 || !strings.Contains(errs, "--force") {
+		t.Errorf("a tree there: exit %d, %q; want 2 and a hint to --force", code, errs)
+	}
+	if code, _, errs := runSimCmd(t, "write", "--force", "--model", tinyModel(t), dir); code != 0 {
+		t.Fatalf("--force: exit %d: %s", code, errs)
+	}
+	ents, err := os.ReadDir(filepath.Join(dir, "bus/pci/devices"))
+	if err != nil || len(ents) != 2 {
+		t.Errorf("after --force: %d functions (%v), want the tiny model's 2", len(ents), err)
+	}
+
+	other := t.TempDir()
+	keep := filepath.Join(other, "notes.txt")
+	if err := os.WriteFile(keep, []byte("mine\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := findLibrary(); err != nil || got != beside {
-		t.Errorf("build layout: %q, %v; want %q (next to the executable comes first)", got, err, beside)
+	for _, args := range [][]string{{"write", other}, {"write", "--force", other}} {
+		code, _, errs := runSimCmd(t, args...)
+		if code != 2 || !strings.Contains(errs, "not empty") {
+			t.Errorf("%v: exit %d, %q; want 2, not empty", args, code, errs)
+		}
+	}
+	if b, err := os.ReadFile(keep); err != nil || string(b) != "mine\n" {
+		t.Errorf("the directory's own file: %q, %v", b, err)
+	}
+	if ents, _ := os.ReadDir(other); len(ents) != 1 {
+		t.Errorf("sim write wrote into a directory it refused: %d entries", len(ents))
 	}
 }
 

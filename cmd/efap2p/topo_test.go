@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: MIT
+
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/efap2p/efap2p/sim"
+)
+
+// topoSection returns the lines of a section of topo's output ("NIC
+// Legend:"), without its blank lines, up to the next blank line after them.
+func topoSection(out, title string) []string {
+	_, rest, ok := strings.Cut(out, "\n"+title+"\n\n")
+	if !ok {
+		return nil
+	}
+	body, _, _ := strings.Cut(rest, "\n\n")
+	return strings.Split(strings.TrimSuffix(body, "\n"), "\n")
+}
+
+// TestTopoLayout: on p5.48xlarge the default view reads like
+// 'nvidia-smi topo -m': GPUs as columns, then CPU Affinity and NUMA
+// Affinity; the GPUs and the 32 EFA NICs as rows; NICs numbered in the
+// natural order of their RDMA devices, with a NIC legend; 80 columns.
+func TestTopoLayout(t *testing.T) {
+	dir := writeTree(t, "p5.48xlarge")
+	code, out, errs := runTool("topo", "--sysfs", dir)
+	if code != 0 || errs != "" {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if len(l) > 80 {
+			t.Errorf("line of %d columns: %q", len(l), l)
+		}
+	}
+	lines := strings.Split(out, "\n")
+	header := strings.Fields(lines[0])
+	want := []string{"GPU0", "GPU1", "GPU2", "GPU3", "GPU4", "GPU5", "GPU6", "GPU7", "CPU", "Affinity", "NUMA", "Affinity"}
+	if !slices.Equal(header, want) {
+		t.Fatalf("header %q, want %q", header, want)
+	}
+	rows := map[string][]string{}
+	var order []string
+	for _, l := range lines[1:] {
+		if l == "" {
+			break
+		}
+		f := strings.Fields(l)
+		rows[f[0]] = f[1:]
+		order = append(order, f[0])
+	}
+	if len(order) != 8+32 || order[0] != "GPU0" || order[8] != "NIC0" || order[39] != "NIC31" {
+		t.Fatalf("rows %v: want GPU0..GPU7 then NIC0..NIC31", order)
+	}
+	// Hand-checked against the model: GPU0 (53:00.0) shares its switch
+	// with the NICs on 4f..52:00.0 (rdmap79s0..rdmap82s0), PIX; GPU4
+	// (97:00.0) is on the other socket (SYS), NUMA node 1.
+	for _, tc := range []struct {
+		row  string
+		want []string
+	}{
+		{"GPU0", []string{"X", "NODE", "NODE", "NODE", "SYS", "SYS", "SYS", "SYS", "N/A", "0"}},
+		{"NIC0", []string{"PIX", "NODE", "NODE", "NODE", "SYS", "SYS", "SYS", "SYS", "N/A", "0"}},
+		{"NIC3", []string{"PIX", "NODE", "NODE", "NODE", "SYS", "SYS", "SYS", "SYS", "N/A", "0"}},
+		{"NIC4", []string{"NODE", "PIX", "NODE", "NODE", "SYS", "SYS", "SYS", "SYS", "N/A", "0"}},
+		{"NIC16", []string{"SYS", "SYS", "SYS", "SYS", "PIX", "NODE", "NODE", "NODE", "N/A", "1"}},
+	} {
+		if got := rows[tc.row]; !slices.Equal(got, tc.want) {
+			t.Errorf("row %s: %q, want %q", tc.row, got, tc.want)
+		}
+	}
+	legend := topoSection(out, "NIC Legend:")
+	if len(legend) != 32 || legend[0] != "  NIC0: rdmap79s0" || legend[3] != "  NIC3: rdmap82s0" {
+		t.Fatalf("NIC legend %q", legend)
+	}
+	// natural order: rdmap99s0 (NIC7, on GPU1's switch) before rdmap113s0
+	// (NIC8, GPU2's), which a sort by bytes would put first
+	if legend[7] != "  NIC7: rdmap99s0" || legend[8] != "  NIC8: rdmap113s0" {
+		t.Errorf("NIC legend not in natural order: %q, %q", legend[7], legend[8])
+	}
+	accels := topoSection(out, "Accelerators:")
+	if len(accels) != 8 || accels[0] != "  GPU0: 0000:53:00.0 10de:2330 nvidia" {
+		t.Errorf("accelerators %q", accels)
+	}
+	// the ENA has no RDMA device: not a NIC for nvidia-smi, listed apart
+	if notShown := topoSection(out, "Not shown, no RDMA device ('efap2p topo --full' shows them):"); len(notShown) != 1 || !strings.HasPrefix(notShown[0], "  NET0: 0000:00:05.0 ") {
+		t.Errorf("not shown: %q", notShown)
+	}
+	if !strings.Contains(out, "'efap2p explain GPU0 NIC0'") {
+		t.Errorf("no hint to explain a pair:\n%s", out)
+	}
+}
+
+// TestTopoAffinity: CPU Affinity is the device's local_cpulist, NUMA
+// Affinity its numa_node; N/A where sysfs does not say.
+func TestTopoAffinity(t *testing.T) {
+	dir := writeTree(t, "p5.48xlarge")
+	dev := func(a string) string { return filepath.Join(dir, "bus/pci/devices", a) }
+	if err := os.WriteFile(filepath.Join(dev("0000:53:00.0"), "local_cpulist"), []byte("0-47,96-143\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dev("0000:4f:00.0"), "local_cpulist"), []byte("0-47,96-143\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dev("0000:64:00.0"), "numa_node"), []byte("-1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, out, _ := runTool("topo", "--sysfs", dir)
+	rows := map[string][]string{}
+	for _, l := range strings.Split(out, "\n")[1:41] {
+		f := strings.Fields(l)
+		rows[f[0]] = f[len(f)-2:]
+	}
+	for row, want := range map[string][]string{
+		"GPU0": {"0-47,96-143", "0"},
+		"NIC0": {"0-47,96-143", "0"},
+		"GPU1": {"N/A", "N/A"},
+		"NIC1": {"N/A", "0"},
+	} {
+		if !slices.Equal(rows[row], want) {
+			t.Errorf("%s: affinity %q, want %q", row, rows[row], want)
+		}
+	}
+}
+
+// TestTopoFull: --full is the square matrix of every accelerator and NIC,
+// the ENA among them, with the devices' addresses.
+func TestTopoFull(t *testing.T) {
+	dir := writeTree(t, "p5.48xlarge")
+	code, out, errs := runTool("topo", "--sysfs", dir, "--full")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	lines := strings.Split(out, "\n")
+	header := strings.Fields(lines[0])
+	if len(header) != 8+32+1+4 || header[0] != "GPU0" || header[8] != "NIC0" || header[40] != "NET0" {
+		t.Fatalf("header %v", header)
+	}
+	gpu0 := strings.Fields(lines[1])
+	if gpu0[0] != "GPU0" || gpu0[1] != "X" || !slices.Equal(gpu0[9:13], []string{"PIX", "PIX", "PIX", "PIX"}) {
+		t.Errorf("GPU0 row %v: want X on the diagonal, PIX for NIC0..NIC3", gpu0)
+	}
+	devices := topoSection(out, "Devices:")
+	if len(devices) != 41 || devices[8] != "  NIC0: 0000:4f:00.0 1d0f:efa1 efa rdmap79s0" {
+		t.Errorf("devices %q", devices)
+	}
+
+	code, out, _ = runTool("topo", "--sysfs", dir, "--json")
+	var m topoMatrix
+	if code != 0 || json.Unmarshal([]byte(out), &m) != nil || len(m.Devices) != 41 || len(m.Matrix) != 41 {
+		t.Fatalf("topo --json: exit %d, %d devices", code, len(m.Devices))
+	}
+	if d := m.Devices[8]; d.Name != "NIC0" || d.IBDev != "rdmap79s0" {
+		t.Errorf("JSON device 8: %+v, want NIC0 rdmap79s0", d)
+	}
+	if c := m.Matrix[0][8]; c.Path.String() != "PIX" || c.MapType.String() != "BUS_ADDR" || c.Distance != 4 {
+		t.Errorf("GPU0/NIC0 cell %+v", c)
+	}
+	if code, _, errs := runTool("topo", "--sysfs", dir, "--full", "--json"); code != 2 || !strings.Contains(errs, "exclude") {
+		t.Errorf("--full --json: exit %d, %s", code, errs)
+	}
+}
+
+// TestTopoMarks: the marks on refused, bounced and exporter-allowed pairs,
+// on a model with all three (hand-made edge case).
+func TestTopoMarks(t *testing.T) {
+	dir := writeTree(t, "intel-acs-switch")
+	code, out, _ := runTool("topo", "--sysfs", dir)
+	if code != 0 {
+		t.Fatal(code)
+	}
+	if !strings.ContainsAny(strings.SplitN(out, "\nLegend:", 2)[0], "!~*") || strings.Contains(out, "no pair is refused") {
+		t.Errorf("intel-acs-switch refuses or bounces pairs: no mark in\n%s", out)
+	}
+}
+
+// writeModel writes a machine model and returns the sysfs tree of it.
+func writeModel(t *testing.T, model string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "model.json")
+	if err := os.WriteFile(p, []byte(model), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := sim.LoadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := m.Write(dir, sim.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+const gpusOnlyModel = `{"format": 1, "name": "gpus", "description": "GPUs, no NIC",
+  "cpu": {"arch": "x86", "vendor": "AMD", "family": "19", "model": "01"},
+  "root_buses": [{"domain": "0000", "bus": "00", "numa_node": 0, "functions": [
+    {"addr": "0000:00:00.0", "kind": "host_bridge", "vendor": "1022", "device": "1480", "class": "060000"},
+    {"addr": "0000:00:05.0", "kind": "endpoint", "vendor": "10de", "device": "2330", "class": "030200", "driver": "nvidia"}%s
+  ]}]}`
+
+// TestTopoNothingToShow: one line on stderr, not a useless matrix, when
+// the machine has no accelerator, or no RDMA device.
+func TestTopoNothingToShow(t *testing.T) {
+	second := `,
+    {"addr": "0000:00:06.0", "kind": "endpoint", "vendor": "10de", "device": "2330", "class": "030200", "driver": "nvidia"}`
+	for _, tc := range []struct {
+		name, tree, stderr string
+		matrix             bool
+	}{
+		{"no accelerator", writeTree(t, "p4d.24xlarge"), "", true}, // control: p4d has GPUs
+		{"one EFA NIC, no accelerator", writeModel(t, tinyModelJSON), "no accelerator on this machine", false},
+		{"one GPU, no NIC", writeModel(t, strings.Replace(gpusOnlyModel, "%s", "", 1)), "no RDMA device on this machine, and one accelerator", false},
+		{"two GPUs, no NIC", writeModel(t, strings.Replace(gpusOnlyModel, "%s", second, 1)), "no RDMA device on this machine: only the accelerators are shown", true},
+	} {
+		code, out, errs := runTool("topo", "--sysfs", tc.tree)
+		if code != 0 || strings.Count(errs, "\n") > 1 || !strings.Contains(errs, tc.stderr) {
+			t.Errorf("%s: exit %d, stderr %q; want exit 0 and one line %q", tc.name, code, errs, tc.stderr)
+		}
+		if got := strings.HasPrefix(out, " "); got != tc.matrix {
+			t.Errorf("%s: matrix printed %v, want %v:\n%s", tc.name, got, tc.matrix, out)
+		}
+	}
+}
+
+func TestNaturalLess(t *testing.T) {
+	sorted := []string{"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_10", "mlx5_33", "mlx5_bond_0", "mlx5_bond_1",
+		"rdmap79s0", "rdmap99s0", "rdmap100s0", "rdmap100s1", "rdmap201s0"}
+	for i := range sorted {
+		for j := range sorted {
+			if got := naturalLess(sorted[i], sorted[j]); got != (i < j) {
+				t.Errorf("naturalLess(%q, %q) = %v", sorted[i], sorted[j], got)
+			}
+		}
+	}
+	if naturalLess("a01", "a1") == naturalLess("a1", "a01") {
+		t.Error("a01 and a1 must be ordered one way")
+	}
+}
+
+// TestExplainNames: explain takes what topo prints and what users type.
+func TestExplainNames(t *testing.T) {
+	dir := writeTree(t, "p5.48xlarge")
+	verdict := func(p, c string) (int, string, string) {
+		return runTool("explain", "--sysfs", dir, "--json", p, c)
+	}
+	_, want, _ := verdict("0000:53:00.0", "0000:4f:00.0")
+	for _, pair := range [][2]string{{"GPU0", "NIC0"}, {"gpu0", "nic0"}, {"53:00.0", "rdmap79s0"}, {"GPU0", "4f:00.0"}} {
+		code, out, errs := verdict(pair[0], pair[1])
+		if code != 0 || out != want {
+			t.Errorf("explain %s %s: exit %d, %s; want the verdict of 0000:53:00.0 0000:4f:00.0", pair[0], pair[1], code, errs)
+		}
+	}
+	// NET0 is the ENA, 0000:00:05.0
+	if code, out, _ := verdict("GPU0", "NET0"); code != 0 || !strings.Contains(out, `"client": "0000:00:05.0"`) {
+		t.Errorf("explain GPU0 NET0: exit %d, %s", code, out)
+	}
+	for _, tc := range []struct{ arg, want string }{
+		{"NIC32", "no device NIC32 on this machine (it has GPU0..GPU7, NIC0..NIC31, NET0)"},
+		{"rdmap9s9", `"rdmap9s9" is not a PCI address`},
+		{"../x", `"../x" is not a PCI address`},
+	} {
+		code, _, errs := verdict("GPU0", tc.arg)
+		if code != 2 || !strings.Contains(errs, tc.want) || strings.Count(errs, "\n") != 1 {
+			t.Errorf("explain GPU0 %s: exit %d, %q; want exit 2 and %q", tc.arg, code, errs, tc.want)
+		}
+	}
+}
