@@ -118,6 +118,6 @@ func boolValue(b bool) float64 {
 
 // escapeLabel escapes a label value as the text format wants: backslash,
 // double quote and line feed.
-func escapeLabel(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
-}
+func escapeLabel(s string) string { return labelEscaper.Replace(s) }
+
+var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
