@@ -90,7 +90,7 @@ func (c *checker) compare() {
 	}
 	l := layoutOf(m)
 	e := &Expected{Model: m.Name, Source: source, Accelerators: len(l.accels), EFADevices: len(l.efas),
-		FoundAccelerators: len(c.r.Accelerators), FoundEFADevices: len(c.r.NICs), LocalNICs: []ExpectedLocal{}, Match: true}
+		FoundAccelerators: len(c.r.Accelerators), FoundEFADevices: len(c.r.NICs), LocalNICs: []ExpectedLocal{}, DevicesMatch: true, Match: true}
 	c.r.Expected = e
 	haveAcc := map[p2p.Addr]bool{}
 	for _, a := range c.r.Accelerators {
@@ -102,11 +102,11 @@ func (c *checker) compare() {
 	}
 	if c.countFinding("accelerators", m.Name, l.accels, haveAcc, CodeAccelsMissing, CodeAccelsUnexpected,
 		"An accelerator the instance type has is not visible: `dmesg` shows whether it fell off the bus (NVIDIA Xid 79); stop and start the instance to move to healthy hardware.") {
-		e.Match = false
+		e.Match, e.DevicesMatch = false, false
 	}
 	if c.countFinding("EFA devices", m.Name, l.efas, haveNIC, CodeEFAMissing, CodeEFAUnexpected,
 		"Launch the instance with one EFA network interface per network card (InterfaceType efa or efa-only in the launch template); a device that is attached but not listed needs the instance stopped and started.") {
-		e.Match = false
+		e.Match, e.DevicesMatch = false, false
 	}
 	accs := make([]p2p.Addr, 0, len(l.local))
 	for a := range l.local {

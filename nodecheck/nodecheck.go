@@ -486,7 +486,7 @@ func (c *checker) accelFindings() {
 				a.P2PNICs = append(a.P2PNICs, n.Addr)
 			}
 			if !p.Local {
-				if !p.P2P && p.DMABuf.Outcome == p2p.OutcomeRefused.String() {
+				if !p.P2P && p.DMABuf.Outcome == p2p.OutcomeRefused.String() && !c.blockedNICs[n.Addr] {
 					remoteRefused = append(remoteRefused, k)
 				}
 				continue

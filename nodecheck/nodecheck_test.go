@@ -308,12 +308,12 @@ func TestNICRemovedLocalNICs(t *testing.T) {
 			t.Errorf("GPU5 local P2P %v", a.LocalP2P)
 		}
 	}
-	if r.Expected.Match || r.Expected.FoundEFADevices != 30 {
+	if r.Expected.Match || r.Expected.DevicesMatch || r.Expected.FoundEFADevices != 30 {
 		t.Errorf("expected %+v", r.Expected)
 	}
 }
 
-// TestBlockedNICByExport: the firmware-blocked NIC of a topology file
+// TestBlockedNICPaths: the firmware-blocked NIC of a topology file
 // refuses both paths of its pairs, and only those.
 func TestBlockedNICPaths(t *testing.T) {
 	dir := write(t, builtin(t, "p5.48xlarge"), sim.WriteOptions{})
@@ -338,6 +338,18 @@ func TestBlockedNICPaths(t *testing.T) {
 	}
 	if refused != 8 || len(r.Findings) != 1 {
 		t.Errorf("%d refused pairs, findings %v; want 8 and one p2p-refused", refused, codes(r))
+	}
+	// The devices are the model's; one expected local pair lacks P2P.
+	if e := r.Expected; !e.DevicesMatch || e.Match {
+		t.Errorf("expected: devices match %v, match %v; want true, false", e.DevicesMatch, e.Match)
+	}
+	if out := text(t, r); !strings.Contains(out, "as expected for p5.48xlarge: 8 accelerators, 32 EFA devices; 1 expected local pair without true P2P") {
+		t.Errorf("layout line:\n%s", out)
+	}
+	for _, n := range r.Notes {
+		if strings.Contains(n, "0000:4f:00.0") {
+			t.Errorf("note about the blocked NIC's other pairs: %s", n)
+		}
 	}
 }
 

@@ -81,8 +81,16 @@ func (r *Report) WriteText(w io.Writer) error {
 	kv := func(k, v string) { fmt.Fprintf(&b, "%-9s %s\n", k, v) }
 	kv("host", fmt.Sprintf("%s, kernel %s", host, h.Kernel))
 	if e := r.Expected; e != nil {
-		if e.Match {
-			kv("layout", fmt.Sprintf("as expected for %s: %d accelerators, %d EFA devices", e.Model, e.FoundAccelerators, e.FoundEFADevices))
+		if e.DevicesMatch {
+			s := fmt.Sprintf("as expected for %s: %d accelerators, %d EFA devices", e.Model, e.FoundAccelerators, e.FoundEFADevices)
+			missing := 0
+			for _, l := range e.LocalNICs {
+				missing += len(l.Missing)
+			}
+			if missing > 0 {
+				s += fmt.Sprintf("; %s without true P2P", count(missing, "expected local pair"))
+			}
+			kv("layout", s)
 		} else {
 			kv("layout", fmt.Sprintf("differs from %s: %d/%d accelerators, %d/%d EFA devices", e.Model, e.FoundAccelerators, e.Accelerators, e.FoundEFADevices, e.EFADevices))
 		}

@@ -237,8 +237,11 @@ type Expected struct {
 	// LocalNICs lists, for each accelerator of the model, the EFA NICs it
 	// should have true P2P with (its local ones).
 	LocalNICs []ExpectedLocal `json:"local_nics"`
-	// Match is true when nothing differs.
-	Match bool `json:"match"`
+	// DevicesMatch is true when the machine has exactly the model's
+	// accelerators and EFA devices; Match when, besides, every expected
+	// local pair has true P2P.
+	DevicesMatch bool `json:"devices_match"`
+	Match        bool `json:"match"`
 }
 
 // ExpectedLocal is one accelerator's expected local NICs.
