@@ -6,6 +6,7 @@
 //
 // Usage:
 //
+//	efap2p check   [--sysfs DIR] [--json | --format text|json|prometheus|line]   will GPUDirect RDMA work on this node?
 //	efap2p topo    [--sysfs DIR] [--json | --dot]      the matrix of accelerators and NICs (--dot: a Graphviz picture)
 //	efap2p export  [--sysfs DIR] [--format json|nccl] [-o FILE]   a topology file, or an NCCL topology XML
 //	efap2p explain [--sysfs DIR] [--json] PROVIDER CLIENT
