@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/efap2p/efap2p/nodecheck"
 	"github.com/efap2p/efap2p/p2p"
@@ -543,5 +545,42 @@ func TestNoEFADevice(t *testing.T) {
 func TestRunNeedsOracle(t *testing.T) {
 	if _, err := nodecheck.Run(nodecheck.Options{}); err != nodecheck.ErrNoOracle {
 		t.Errorf("err %v", err)
+	}
+}
+
+// TestHostileTree: FIFOs, directories and links where the check reads
+// attributes (DMI, module versions, the p2p attribute) are errors it
+// works around, never a hang.
+func TestHostileTree(t *testing.T) {
+	dir := write(t, builtin(t, "p5.48xlarge"), sim.WriteOptions{})
+	replace := func(rel string, make func(string) error) {
+		p := filepath.Join(dir, rel)
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := make(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fifo := func(p string) error { return syscall.Mkfifo(p, 0o644) }
+	replace("devices/virtual/dmi/id/product_name", fifo)
+	replace("module/efa/version", fifo)
+	replace("module/nvidia/taint", func(p string) error { return os.Mkdir(p, 0o755) })
+	replace("bus/pci/devices/0000:4f:00.0/p2p", fifo)
+	done := make(chan *nodecheck.Report, 1)
+	go func() { done <- run(t, dir, "", nodecheck.Options{}) }()
+	select {
+	case r := <-done:
+		if r.Host.ProductName != "" || r.Host.InstanceType != "" || r.Expected != nil {
+			t.Errorf("product name %q from a FIFO", r.Host.ProductName)
+		}
+		if d := r.Host.EFADriver; d.Kind != nodecheck.DriverOutOfTree || d.PeerMemory != nil {
+			t.Errorf("EFA driver %+v; want out-of-tree (its taint) without a provider read from a FIFO", d)
+		}
+		if len(r.Pairs) != 256 {
+			t.Errorf("%d pairs", len(r.Pairs))
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the check hangs on a FIFO")
 	}
 }

@@ -79,7 +79,6 @@ func checkCommand(args []string, stdout, stderr io.Writer) error {
 	expect := fs.String("expect", "", "compare with machine `MODEL` (a built-in name, see 'efap2p sim list', or a model file)")
 	kernel := fs.String("kernel", "", "judge kernel `RELEASE` (e.g. 5.10.0, or latest) instead of the running one")
 	out := fs.String("o", "", "write the output to `FILE` (atomically: a textfile collector never reads half a file)")
-	lineMode := func() bool { return *format == "line" }
 	if err := parseFlags(fs, args, checkUsage, stderr); err != nil {
 		return err
 	}
@@ -108,10 +107,19 @@ func checkCommand(args []string, stdout, stderr io.Writer) error {
 	}
 	report, err := checkNode(&of, opt)
 	if err != nil {
-		if lineMode() {
-			return writeOut(*out, stdout, []byte(clipLine("UNKNOWN: "+err.Error())+"\n"), exitStatus(2), stderr)
-		}
 		fmt.Fprintf(stderr, "efap2p: check: could not tell: %v\n", err)
+		switch *format {
+		case "line":
+			return writeOut(*out, stdout, []byte(clipLine("UNKNOWN: "+err.Error())+"\n"), exitStatus(2), stderr)
+		case "prometheus":
+			// A textfile that says "could not tell" rather than a stale one.
+			var buf bytes.Buffer
+			failed := &nodecheck.Report{Status: nodecheck.StatusUnknown, ExitCode: 3}
+			if err := failed.WritePrometheus(&buf, time.Now()); err != nil {
+				return err
+			}
+			return writeOut(*out, stdout, buf.Bytes(), exitStatus(3), stderr)
+		}
 		return exitStatus(3)
 	}
 	var buf bytes.Buffer

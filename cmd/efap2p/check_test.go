@@ -107,6 +107,11 @@ func TestCheckExitCodes(t *testing.T) {
 	if code != 3 || !strings.Contains(errs, "could not tell") || !strings.Contains(errs, "missing") {
 		t.Errorf("missing tree: exit %d, %s", code, errs)
 	}
+	// The textfile then says so, rather than going stale.
+	code, out, _ := runTool("check", "--sysfs", filepath.Join(trees["healthy"], "missing"), "--format", "prometheus")
+	if code != 3 || !strings.Contains(out, `efap2p_check_status{status="unknown",instance_type="",kernel=""} 3`) {
+		t.Errorf("missing tree, prometheus: exit %d:\n%s", code, out)
+	}
 }
 
 // TestCheckFirmwareBlockedNIC: a NIC recorded as firmware-blocked by
