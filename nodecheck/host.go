@@ -102,6 +102,8 @@ func expectedDriver(vendor string) string {
 	return ""
 }
 
+const evidenceNoNIC = "no EFA NIC"
+
 // readEFADriver tells the in-tree EFA driver from AWS's out-of-tree one:
 // the out-of-tree driver has a version (MODULE_VERSION, "2.17.3g"), the
 // out-of-tree taint, and on each NIC's PCI function a p2p attribute
@@ -118,7 +120,7 @@ func (c *checker) readEFADriver() {
 	if len(bound) == 0 {
 		d.Kind, d.Evidence = DriverNone, "no EFA NIC has the efa driver bound"
 		if len(c.r.NICs) == 0 {
-			d.Evidence = "no EFA NIC"
+			d.Evidence = evidenceNoNIC
 		}
 		return
 	}

@@ -155,6 +155,9 @@ func efaLine(h *Host) string {
 		s = "in-tree driver"
 	case DriverNone:
 		s = "no driver bound"
+		if d.Evidence == evidenceNoNIC {
+			s = "no EFA device"
+		}
 	default:
 		s = "driver in use unknown (" + d.Evidence + ")"
 	}
