@@ -35,8 +35,9 @@ type Options struct {
 	// Root is the sysfs tree the oracle reads, where DMI, modules and
 	// driver attributes are read too (default: p2p.SysfsRoot()).
 	Root string
-	// TopologyFile is the topology file the oracle was given, "" for none
-	// (read again here for the NICs it records as blocking peers).
+	// TopologyFile is the topology file the oracle reads, "" for none or
+	// to ask the oracle (read again here for the NICs it records as
+	// blocking peers).
 	TopologyFile string
 	// Kernel is the kernel release to judge ("6.8.0-1015-aws", "latest");
 	// "" is the running kernel's.
@@ -102,6 +103,13 @@ func Run(opt Options) (*Report, error) {
 	}
 	if opt.Root == "" {
 		opt.Root = p2p.SysfsRoot()
+	}
+	if opt.TopologyFile == "" {
+		// An oracle that found its topology file by itself (the default
+		// places) names it.
+		if f, ok := any(opt.Oracle).(interface{ TopologyFileInUse() (string, string) }); ok {
+			opt.TopologyFile, _ = f.TopologyFileInUse()
+		}
 	}
 	c := &checker{
 		opt: opt, o: opt.Oracle, t: opt.Oracle.Topology(), root: opt.Root,

@@ -188,7 +188,7 @@ func TestDegraded(t *testing.T) {
 			name: "firmware-blocked-nic",
 			topo: func(t *testing.T, dir string) string {
 				tf := p2p.NewTopologyFile("test")
-				tf.NICs = append(tf.NICs, p2p.TopoNIC{Addr: p2p.MustParseAddr("0000:4f:00.0"), PeerAccessBlocked: true, Note: "firmware blocks peers"})
+				tf.NICs = append(tf.NICs, p2p.TopoNIC{Addr: p2p.MustParseAddr("0000:4f:00.0"), PeerAccessBlocked: true})
 				data, err := tf.Marshal()
 				if err != nil {
 					t.Fatal(err)
