@@ -38,6 +38,8 @@ type Machine struct {
 	Expected    []Expect  `json:"expected,omitempty"`
 	// ACPIP2P, when present, is written as the proposed ACPI P2P table.
 	ACPIP2P []ACPIEntry `json:"acpi_p2p,omitempty"`
+	// Host holds the DMI identity and the loaded modules (sim/host.go).
+	Host
 
 	fns map[p2p.Addr]*Function // filled by index
 }

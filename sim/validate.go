@@ -75,6 +75,9 @@ func (m *Machine) index() error {
 	if err := m.CPU.validate(); err != nil {
 		return at([]any{"cpu"}, "%w", err)
 	}
+	if err := m.Host.validate(); err != nil {
+		return err
+	}
 	m.fns = make(map[p2p.Addr]*Function)
 	x := &indexer{m: m, owners: map[busKey]busOwner{}}
 	seenRoot := map[p2p.RootBus]bool{}

@@ -65,6 +65,7 @@ func (w *treeWriter) write() error {
 		w.efa(i, f)
 	}
 	w.acpi()
+	w.host()
 	if w.err != nil {
 		return w.err
 	}

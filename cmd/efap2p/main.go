@@ -6,6 +6,7 @@
 //
 // Usage:
 //
+//	efap2p check   [--sysfs DIR] [--json | --format text|json|prometheus|line]   will GPUDirect RDMA work on this node?
 //	efap2p topo    [--sysfs DIR] [--topology FILE] [--full | --json | --dot]
 //	efap2p explain [--sysfs DIR] [--topology FILE] [--json] PROVIDER CLIENT
 //	efap2p export  [--sysfs DIR] [--format json|nccl] [-o FILE]

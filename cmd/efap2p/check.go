@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: MIT
+
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/efap2p/efap2p/nodecheck"
+	"github.com/efap2p/efap2p/sim"
+)
+
+func init() {
+	register(&command{name: "check", summary: "will GPUDirect RDMA work on this node? every accelerator's P2P NICs, and what is in the way", run: runCheck})
+}
+
+const checkUsage = `Usage: efap2p check [--sysfs DIR] [--topology FILE] [--expect MODEL] [--kernel RELEASE]
+                    [--json | --format text|json|prometheus|line] [-o FILE]
+
+Tells whether GPUDirect RDMA works on this node: for every accelerator, the
+EFA NICs it gets true P2P DMA with (by dma-buf, or by the out-of-tree EFA
+driver's peer memory), and everything in the way, each with its fix: no EFA
+device or no accelerator, missing drivers and modules, the EFA driver in use
+and its peer-memory provider, a kernel too old for dma-buf registration,
+pairs the oracle refuses or bounces, a layout that differs from the machine
+model of the EC2 instance type (DMI product_name; --expect MODEL compares
+with a built-in model or a model file), and verdicts that cannot be vouched
+for (without root and without a topology file, ACS state is hidden).
+
+Formats:
+  text        for people (default)
+  json        the report, docs/check-report.schema.json (--json is the same)
+  prometheus  a node_exporter textfile-collector file: one gauge per pair
+              and per finding (write it with -o DIR/efap2p.prom)
+  line        one short line on stdout, for Kubernetes node-problem-detector
+              custom plugins and Slurm health checks (docs/operators.md)
+
+Exit status: 0 all good, 1 degraded (findings), 2 bad usage, 3 could not tell
+(uncertain verdicts only, or the machine could not be read). In line mode the
+node-problem-detector protocol: 0 OK, 1 problem, 2 unknown (also bad usage).
+
+Options:
+`
+
+func runCheck(args []string, stdout, stderr io.Writer) error {
+	err := checkCommand(args, stdout, stderr)
+	var ue usageError
+	if errors.As(err, &ue) && lineFormat(args) {
+		// node-problem-detector reads the message on stdout: 2 is unknown.
+		fmt.Fprintln(stdout, clipLine("UNKNOWN: efap2p check: "+ue.Error()))
+		fmt.Fprintf(stderr, "efap2p: %v\n", ue)
+		return exitStatus(2)
+	}
+	return err
+}
+
+// lineFormat reports whether the arguments ask for the line mode.
+func lineFormat(args []string) bool {
+	for i, a := range args {
+		if a == "--format=line" || a == "-format=line" || (a == "--format" || a == "-format") && i+1 < len(args) && args[i+1] == "line" {
+			return true
+		}
+	}
+	return false
+}
+
+func checkCommand(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	of := oracleFlags{stderr: stderr}
+	of.register(fs, true)
+	of.registerJSON(fs)
+	format := fs.String("format", "text", "output `FORMAT`: text, json, prometheus or line")
+	expect := fs.String("expect", "", "compare with machine `MODEL` (a built-in name, see 'efap2p sim list', or a model file)")
+	kernel := fs.String("kernel", "", "judge kernel `RELEASE` (e.g. 5.10.0, or latest) instead of the running one")
+	out := fs.String("o", "", "write the output to `FILE` (atomically: a textfile collector never reads half a file)")
+	if err := parseFlags(fs, args, checkUsage, stderr); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		fs.Usage()
+		return usagef("check takes no arguments")
+	}
+	if of.json {
+		if *format != "text" && *format != "json" {
+			return usagef("--json and --format %s exclude each other", *format)
+		}
+		*format = "json"
+	}
+	switch *format {
+	case "text", "json", "prometheus", "line":
+	default:
+		return usagef("--format %q: want text, json, prometheus or line", *format)
+	}
+	opt := nodecheck.Options{Kernel: *kernel}
+	if *expect != "" {
+		m, err := loadExpect(*expect)
+		if err != nil {
+			return usageError{err}
+		}
+		opt.Expect = m
+	}
+	report, err := checkNode(&of, opt)
+	if err != nil {
+		fmt.Fprintf(stderr, "efap2p: check: could not tell: %v\n", err)
+		switch *format {
+		case "line":
+			return writeOut(*out, stdout, []byte(clipLine("UNKNOWN: "+err.Error())+"\n"), exitStatus(2), stderr)
+		case "prometheus":
+			// A textfile that says "could not tell" rather than a stale one.
+			var buf bytes.Buffer
+			failed := &nodecheck.Report{Status: nodecheck.StatusUnknown, ExitCode: 3}
+			if err := failed.WritePrometheus(&buf, time.Now()); err != nil {
+				return err
+			}
+			return writeOut(*out, stdout, buf.Bytes(), exitStatus(3), stderr)
+		}
+		return exitStatus(3)
+	}
+	var buf bytes.Buffer
+	code := report.ExitCode
+	switch *format {
+	case "json":
+		err = writeJSON(&buf, report)
+	case "prometheus":
+		err = report.WritePrometheus(&buf, time.Now())
+	case "line":
+		buf.WriteString(report.Line() + "\n")
+		code = report.LineExitCode()
+	default:
+		err = report.WriteText(&buf)
+	}
+	if err != nil {
+		return err
+	}
+	var status error
+	if code != 0 {
+		status = exitStatus(code)
+	}
+	return writeOut(*out, stdout, buf.Bytes(), status, stderr)
+}
+
+// checkNode opens the machine and runs the check; a machine that cannot
+// be read is an error (could not tell), not a usage error.
+func checkNode(of *oracleFlags, opt nodecheck.Options) (*nodecheck.Report, error) {
+	o, src, err := of.open()
+	if err != nil {
+		var ue usageError
+		if errors.As(err, &ue) {
+			return nil, ue.err
+		}
+		return nil, err
+	}
+	opt.Oracle, opt.Root = o, src.Root()
+	opt.TopologyFile = of.topology
+	if opt.TopologyFile == "" {
+		opt.TopologyFile = os.Getenv("EFAP2P_TOPOLOGY")
+	}
+	return nodecheck.Run(opt)
+}
+
+// loadExpect reads --expect: a built-in model's name, or a model file.
+func loadExpect(s string) (*sim.Machine, error) {
+	if strings.ContainsRune(s, '/') || strings.HasSuffix(s, ".json") {
+		return sim.LoadFile(s)
+	}
+	m, err := sim.Builtin(s)
+	if err != nil {
+		return nil, fmt.Errorf("--expect: %w", err)
+	}
+	return m, nil
+}
+
+func clipLine(s string) string {
+	if len(s) > nodecheck.MaxLine {
+		return s[:nodecheck.MaxLine-3] + "..."
+	}
+	return s
+}
+
+// writeOut writes data to stdout, or atomically to file (a temporary file
+// in the same directory, renamed over it), then returns status.
+func writeOut(file string, stdout io.Writer, data []byte, status error, stderr io.Writer) error {
+	if file == "" {
+		if _, err := stdout.Write(data); err != nil {
+			return err
+		}
+		return status
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("check: %w", err)
+	}
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), file)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("check: writing %s: %w", file, err)
+	}
+	return status
+}

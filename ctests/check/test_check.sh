@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# test_check.sh EFAP2P CASE: one operator's use of `efap2p check`.
+set -uo pipefail
+efap2p=$1 case=$2
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/efap2p-check.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# run EXPECTED_STATUS CMD...: runs CMD, keeps its stdout in $out.
+run() {
+	local want=$1
+	shift
+	out=$("$@" 2>"$tmp/stderr")
+	local got=$?
+	[ "$got" = "$want" ] || fail "$* exited $got, want $want: $out $(cat "$tmp/stderr")"
+}
+
+case $case in
+healthy)
+	# Inside the emulated p5.48xlarge (DMI and modules from its model).
+	run 0 "$efap2p" sim --machine p5.48xlarge -- "$efap2p" check
+	grep -q '^8 GPUs, each with true P2P to its 4 switch-local EFA NICs (p5.48xlarge)$' <<<"$out" || fail "no answer line: $out"
+	[ "$(grep -c '^GPU[0-7] .* P2P with 4/4 switch-local NICs' <<<"$out")" = 8 ] || fail "not 8 GPU lines: $out"
+	[ "$(wc -l <<<"$out")" -le 24 ] || fail "more than one screen: $out"
+	grep -q '^No findings\.$' <<<"$out" || fail "findings: $out"
+	;;
+npd)
+	# A node-problem-detector plugin run without root: one line, exit 2.
+	"$efap2p" sim write --unprivileged --machine p5.48xlarge "$tmp/tree" >/dev/null || fail "sim write"
+	run 2 "$efap2p" check --format line --sysfs "$tmp/tree"
+	[ "$(wc -l <<<"$out")" = 1 ] && [ "${#out}" -le 120 ] || fail "not one short line: $out"
+	[[ $out == "UNKNOWN uncertain-verdicts: "* ]] || fail "line: $out"
+	;;
+expect)
+	"$efap2p" sim write --machine p4d.24xlarge "$tmp/tree" >/dev/null || fail "sim write"
+	run 1 "$efap2p" check --sysfs "$tmp/tree" --expect p5.48xlarge
+	grep -q 'expected 32 EFA devices for p5.48xlarge, found 4: ' <<<"$out" || fail "no layout finding: $out"
+	;;
+prometheus)
+	command -v promtool >/dev/null || { echo "promtool not installed"; exit 77; }
+	"$efap2p" sim write --machine p5.48xlarge "$tmp/tree" >/dev/null || fail "sim write"
+	run 0 "$efap2p" check --sysfs "$tmp/tree" --format prometheus -o "$tmp/efap2p.prom"
+	promtool check metrics <"$tmp/efap2p.prom" || fail "promtool check metrics"
+	[ "$(grep -c '^efap2p_check_pair_p2p{.*} 1$' "$tmp/efap2p.prom")" = 256 ] || fail "not 256 P2P pairs"
+	;;
+*)
+	fail "unknown case $case"
+	;;
+esac
+echo "check.$case: ok"

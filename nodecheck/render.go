@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: MIT
+
+package nodecheck
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/efap2p/efap2p/p2p"
+)
+
+// Line words of the line mode, by status.
+var lineWords = map[Status]string{StatusOK: "OK", StatusDegraded: "PROBLEM", StatusUnknown: "UNKNOWN"}
+
+// MaxLine bounds the line mode's message (node-problem-detector cuts a
+// plugin's output at its max_output_length).
+const MaxLine = 120
+
+// Line returns the one-line answer: "OK: ...", "PROBLEM <code>: ..." or
+// "UNKNOWN <code>: ...", at most MaxLine bytes.
+func (r *Report) Line() string {
+	word := lineWords[r.Status]
+	if r.Status == StatusOK || len(r.Findings) == 0 {
+		return clip(word+": "+r.Summary, MaxLine)
+	}
+	f := r.Findings[0]
+	more := ""
+	if n := len(r.Findings) - 1; n > 0 {
+		more = fmt.Sprintf(" (+%d more)", n)
+	}
+	return clip(word+" "+f.Code+": "+f.Message, MaxLine-len(more)) + more
+}
+
+// LineExitCode is the line mode's exit status, node-problem-detector's
+// custom plugin protocol: 0 OK, 1 problem, 2 unknown.
+func (r *Report) LineExitCode() int {
+	switch r.Status {
+	case StatusOK:
+		return 0
+	case StatusDegraded:
+		return 1
+	}
+	return 2
+}
+
+// clip cuts s to at most n bytes at a word boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := s[:n-3]
+	if i := strings.LastIndexByte(cut, ' '); i > n/2 {
+		cut = cut[:i]
+	}
+	return strings.TrimRight(cut, " ,:;") + "..."
+}
+
+// headline words, by status.
+var headlines = map[Status]string{
+	StatusOK:       "GPUDirect RDMA works on this node",
+	StatusDegraded: "GPUDirect RDMA is degraded on this node",
+	StatusUnknown:  "could not tell whether GPUDirect RDMA works on this node",
+}
+
+// WriteText writes the report for people: the answer, the host, one line
+// per accelerator, the findings with their fixes, and the notes.
+func (r *Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "efap2p check: %s.\n", headlines[r.Status])
+	b.WriteString(r.Summary + "\n\n")
+	h := &r.Host
+	host := h.ProductName
+	if h.SysVendor != "" {
+		host = strings.TrimSpace(h.SysVendor + " " + h.ProductName)
+	}
+	if host == "" {
+		host = "unknown machine (no DMI identity)"
+	}
+	kv := func(k, v string) { fmt.Fprintf(&b, "%-9s %s\n", k, v) }
+	kv("host", fmt.Sprintf("%s, kernel %s", host, h.Kernel))
+	if e := r.Expected; e != nil {
+		if e.DevicesMatch {
+			s := fmt.Sprintf("as expected for %s: %d accelerators, %d EFA devices", e.Model, e.FoundAccelerators, e.FoundEFADevices)
+			missing := 0
+			for _, l := range e.LocalNICs {
+				missing += len(l.Missing)
+			}
+			if missing > 0 {
+				s += fmt.Sprintf("; %s without true P2P", count(missing, "expected local pair"))
+			}
+			kv("layout", s)
+		} else {
+			kv("layout", fmt.Sprintf("differs from %s: %d/%d accelerators, %d/%d EFA devices", e.Model, e.FoundAccelerators, e.Accelerators, e.FoundEFADevices, e.EFADevices))
+		}
+	} else {
+		kv("layout", fmt.Sprintf("%d accelerators, %d EFA devices (no machine model compared)", len(r.Accelerators), len(r.NICs)))
+	}
+	kv("EFA", efaLine(h))
+	kv("verdicts", verdictLine(r))
+	if len(r.Accelerators) > 0 && len(r.NICs) > 0 {
+		b.WriteByte('\n')
+		all := true
+		for i := range r.Accelerators {
+			b.WriteString(accelLine(r, &r.Accelerators[i]))
+			b.WriteByte('\n')
+			all = all && len(r.Accelerators[i].P2PNICs) == len(r.NICs) && len(r.Accelerators[i].LocalNICs) < len(r.NICs)
+		}
+		if all && len(r.Accelerators) > 1 {
+			fmt.Fprintf(&b, "Each also has true P2P with every other EFA NIC of the node (%d/%d in all).\n", len(r.NICs), len(r.NICs))
+		}
+	}
+	b.WriteByte('\n')
+	if len(r.Findings) == 0 {
+		b.WriteString("No findings.\n")
+	} else {
+		fmt.Fprintf(&b, "Findings (%d):\n", len(r.Findings))
+		for _, f := range r.Findings {
+			fmt.Fprintf(&b, "  %s %s\n", f.Severity, f.Code)
+			b.WriteString("    " + f.Message + "\n") // one line: grep finds it whole
+			if f.Reason != "" {
+				b.WriteString(indent(wrap("why: "+f.Reason, 74), "    "))
+			}
+			b.WriteString(indent(wrap("fix: "+f.Fix, 74), "    "))
+		}
+	}
+	if len(r.Notes) > 0 {
+		b.WriteString("\nNotes:\n")
+		for _, n := range r.Notes {
+			b.WriteString(indent(wrap("- "+n, 76), "  "))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func efaLine(h *Host) string {
+	d := h.EFADriver
+	var s string
+	switch d.Kind {
+	case DriverOutOfTree:
+		s = "out-of-tree driver"
+		if d.Version != "" {
+			s += " " + d.Version
+		}
+		if d.PeerMemory != nil {
+			if *d.PeerMemory == "" {
+				s += "; peer memory: none"
+			} else {
+				s += "; peer memory: " + *d.PeerMemory
+			}
+		}
+	case DriverInTree:
+		s = "in-tree driver"
+	case DriverNone:
+		s = "no driver bound"
+		if d.Evidence == evidenceNoNIC {
+			s = "no EFA device"
+		}
+	default:
+		s = "driver in use unknown (" + d.Evidence + ")"
+	}
+	if h.DMABuf.Supported {
+		return s + "; dma-buf: supported"
+	}
+	return s + "; dma-buf: unavailable"
+}
+
+func verdictLine(r *Report) string {
+	n, uncertain := len(r.Pairs), 0
+	for _, p := range r.Pairs {
+		if !p.Certain {
+			uncertain++
+		}
+	}
+	var srcs []string
+	for s, k := range r.Host.Sources {
+		srcs = append(srcs, fmt.Sprintf("%d %s", k, s))
+	}
+	sort.Strings(srcs)
+	s := fmt.Sprintf("%d pairs", n)
+	if len(srcs) > 0 {
+		s += " (" + strings.Join(srcs, ", ") + ")"
+	}
+	switch {
+	case n == 0:
+	case uncertain == 0:
+		s += ", all certain"
+	default:
+		s += fmt.Sprintf(", %d uncertain", uncertain)
+	}
+	if r.Host.TopologyFile != "" && r.Host.TopologyFileError == "" {
+		s += "; topology file " + r.Host.TopologyFile
+	}
+	return s
+}
+
+// accelLine: "GPU0 53:00.0 nvidia  P2P with 4/4 switch-local NICs: ...".
+func accelLine(r *Report, a *Accelerator) string {
+	drv := a.Driver
+	if drv == "" {
+		drv = "(no driver)"
+	}
+	word := localWord(a.LocalPath)
+	head := fmt.Sprintf("%-5s %s %-7s", a.Name, a.Addr.Short(), drv)
+	uncertain := ""
+	if !a.Certain {
+		uncertain = " (uncertain)"
+	}
+	if len(a.LocalP2P) == 0 {
+		return fmt.Sprintf("%s no P2P%s with its %s: %s", head, uncertain, count(len(a.LocalNICs), word+" NIC"), shortList(a.LocalNICs))
+	}
+	s := fmt.Sprintf("%s P2P%s with %d/%d %s NICs: %s", head, uncertain, len(a.LocalP2P), len(a.LocalNICs), word, shortList(a.LocalP2P))
+	var without []p2p.Addr
+	for _, n := range a.LocalNICs {
+		if !containsAddr(a.LocalP2P, n) {
+			without = append(without, n)
+		}
+	}
+	if len(without) > 0 {
+		s += "; not with " + shortList(without)
+	}
+	if len(a.P2PNICs) != len(r.NICs) || len(r.Accelerators) == 1 {
+		s += fmt.Sprintf(" (%d/%d in all)", len(a.P2PNICs), len(r.NICs))
+	}
+	return s
+}
+
+func shortList(as []p2p.Addr) string {
+	s := make([]string, len(as))
+	for i, a := range as {
+		s[i] = a.Short()
+	}
+	return strings.Join(s, " ")
+}
+
+func wrap(s string, width int) string {
+	var b strings.Builder
+	n := 0
+	for _, w := range strings.Fields(s) {
+		if n > 0 && n+1+len(w) > width {
+			b.WriteByte('\n')
+			n = 0
+		} else if n > 0 {
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(w)
+		n += len(w)
+	}
+	return b.String()
+}
+
+func indent(s, prefix string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(s, "\n") {
+		b.WriteString(prefix)
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
