@@ -15,6 +15,9 @@
  *             full pipe: later calls from another thread still return
  *   dlclose   dlopen, use, dlclose, dlopen again: the second instance uses
  *             the core the first loaded, and the P2P_DMA bit stays
+ *   storm     a SIGALRM every 20 us, whose handler asks every device and a
+ *             peer, while the first calls of the process run: no deadlock,
+ *             and the main thread's answers are right
  *   list      asks every device and prints "NAME BIT" lines, then whether
  *             the Go core is mapped and how many threads run
  *
@@ -30,9 +33,12 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/time.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <infiniband/efadv_p2p.h>
 
 #include "shimtest.h"
 
@@ -213,6 +219,48 @@ static void mode_sigpipe(const char *want)
 	check_answers(want, ask_all());
 }
 
+typedef int (*query_peer_fn)(struct ibv_context *, const char *, struct efadv_p2p_attr *,
+			     uint32_t);
+static query_peer_fn query_peer;
+static volatile sig_atomic_t in_handler_calls;
+
+static void on_alarm(int sig)
+{
+	struct efadv_p2p_attr a;
+	int saved = errno;
+
+	(void)sig;
+	ask_all();
+	if (query_peer)
+		query_peer(ctxs[0], "0000:53:00.0", &a, sizeof(a));
+	in_handler_calls++;
+	errno = saved;
+}
+
+static void mode_storm(const char *want)
+{
+	struct itimerval it = { { 0, 20 }, { 0, 20 } };
+	struct efadv_p2p_attr a;
+	char peer[32];
+	int i, got;
+
+	open_all();
+	query_peer = (query_peer_fn)dlsym(RTLD_DEFAULT, "efadv_p2p_query_peer");
+	signal(SIGALRM, on_alarm);
+	setitimer(ITIMER_REAL, &it, NULL);
+	got = ask_all();
+	for (i = 0; query_peer && i < 256; i++) {
+		snprintf(peer, sizeof(peer), "0000:%02x:00.0", i);
+		while (query_peer(ctxs[0], peer, &a, sizeof(a)) == EAGAIN)
+			;
+	}
+	memset(&it, 0, sizeof(it));
+	setitimer(ITIMER_REAL, &it, NULL);
+	check_answers(want, got);
+	CHECK(in_handler_calls > 0, "the handler never ran");
+	printf("test_host: %d calls from the handler\n", (int)in_handler_calls);
+}
+
 static void *first_caller(void *arg)
 {
 	(void)arg;
@@ -283,12 +331,14 @@ int main(int argc, char **argv)
 		mode_nproc(want);
 	else if (!strcmp(mode, "sigpipe"))
 		mode_sigpipe(want);
+	else if (!strcmp(mode, "storm"))
+		mode_storm(want);
 	else if (!strcmp(mode, "cancel"))
 		mode_cancel(want);
 	else if (!strcmp(mode, "dlclose") && argc > 3)
 		mode_dlclose(want, argv[3]);
 	else {
-		fprintf(stderr, "usage: %s signalfd|as|nproc|sigpipe|cancel p2p|none|any [nocore]\n"
+		fprintf(stderr, "usage: %s signalfd|as|nproc|sigpipe|storm|cancel p2p|none|any [nocore]\n"
 			"       %s dlclose p2p|none|any LIBRARY\n", argv[0], argv[0]);
 		return 2;
 	}

@@ -111,7 +111,9 @@ struct efadv_p2p_attr {
  * be read), ELIBACC (the library's oracle, libefap2p-core.so, cannot be
  * loaded), ECHILD (a child forked from a process that had started the
  * oracle, asking what the parent had not: the oracle is not entered after
- * fork; answers the parent had are given).
+ * fork; answers the parent had are given), EAGAIN (called from a signal
+ * handler that interrupted the library's own work in this thread: ask
+ * again outside it).
  */
 int efadv_p2p_query_peer(struct ibv_context *ibvctx, const char *peer_pci,
 			 struct efadv_p2p_attr *attr, uint32_t inlen);

@@ -14,9 +14,9 @@
  *                         to the library
  *   SYSFS_PATH            the sysfs root, as libibverbs reads it
  *
- * The first call reads them inside a guard (guard.c), under a mutex: a
- * signal handler calling into the library cannot interrupt it there, and
- * another thread waits only for these few getenv calls.
+ * The first call reads them inside a guard (guard.c), under a mutex that
+ * another thread waits for only the length of these few getenv calls; a
+ * signal handler calling into the library meanwhile gets the defaults.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -96,12 +96,25 @@ static void config_read(void)
 		log_line(EFAP2P_LOG_ERROR, "EFAP2P_MODE=%s is not enforce, advise or off: using enforce", mode);
 }
 
+/* What a signal handler gets that calls in while its thread reads the
+ * environment. */
+static const struct efap2p_config defaults = {
+	.mode = EFAP2P_MODE_ENFORCE,
+	.log_level = EFAP2P_LOG_ERROR,
+	.topology_root = "",
+	.sysfs = "/sys",
+};
+
 const struct efap2p_config *efap2p_config(void)
 {
 	struct efap2p_guard g;
 
 	if (atomic_load_explicit(&config_ready, memory_order_acquire))
 		return &config;
+	/* every entry point reads the configuration before its first guard:
+	 * a guard here is a signal handler's call interrupting config_read */
+	if (efap2p_reentered())
+		return &defaults;
 	efap2p_guard_enter(&g);
 	pthread_mutex_lock(&config_lock);
 	if (!atomic_load_explicit(&config_ready, memory_order_relaxed)) {

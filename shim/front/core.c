@@ -121,9 +121,10 @@ static int bind_core(void *h, char *why, size_t len)
 	return 0;
 }
 
-/* Loads and starts the core; called once, under load_lock, inside the
- * caller's guard g. */
-static int load_core(const struct efap2p_guard *g)
+/* Loads and starts the core; called once, under load_lock, inside a
+ * guard, with the asynchronous signals blocked (caller: the mask the
+ * program had). */
+static int load_core(const sigset_t *caller)
 {
 	const struct efap2p_config *cfg = efap2p_config();
 	struct efap2p_core_config cc = {
@@ -134,7 +135,7 @@ static int load_core(const struct efap2p_guard *g)
 	void *h = find_core(RTLD_NOLOAD, why, sizeof(why));
 
 	if (!h) {
-		if (efap2p_host_refuses_go(&g->mask, why, sizeof(why))) {
+		if (efap2p_host_refuses_go(caller, why, sizeof(why))) {
 			efap2p_log(EFAP2P_LOG_ERROR, "the oracle's Go core is not loaded: %s; %s", why,
 				   efap2p_precomp() ? "answers come from the topology file's index only"
 						    : "no P2P answers here (efap2p export writes a topology file that needs no Go)");
@@ -153,9 +154,10 @@ static int load_core(const struct efap2p_guard *g)
 	return CORE_READY;
 }
 
-/* 0 when the core can be called, else ECHILD or ELIBACC. Called inside
- * the caller's guard g. */
-static int core_ready(const struct efap2p_guard *g)
+/* 0 when the core can be called, else ECHILD or ELIBACC. Called inside a
+ * guard, with the asynchronous signals blocked (caller: the mask the
+ * program had). */
+static int core_ready(const sigset_t *caller)
 {
 	int st;
 
@@ -167,7 +169,7 @@ static int core_ready(const struct efap2p_guard *g)
 		st = atomic_load_explicit(&core_state, memory_order_acquire);
 		if (st == CORE_NONE) {
 			atomic_store_explicit(&core_state, CORE_LOADING, memory_order_relaxed);
-			st = load_core(g);
+			st = load_core(caller);
 			atomic_store_explicit(&core_state, st, memory_order_release);
 		}
 		pthread_mutex_unlock(&load_lock);
@@ -175,34 +177,46 @@ static int core_ready(const struct efap2p_guard *g)
 	return st == CORE_READY ? 0 : ELIBACC;
 }
 
+/* Runs call with the asynchronous signals blocked once the core is
+ * ready: the threads the runtime starts inherit that mask, and no host
+ * handler runs on a Go stack. */
+#define CORE_CALL(call)                                                         \
+	do {                                                                    \
+		sigset_t old;                                                   \
+		int rc_;                                                        \
+                                                                                \
+		efap2p_signals_block(&old);                                     \
+		rc_ = core_ready(&old);                                         \
+		if (!rc_)                                                       \
+			rc_ = (call);                                           \
+		efap2p_signals_restore(&old);                                   \
+		return rc_;                                                     \
+	} while (0)
+
 int efap2p_core_nic(const struct efap2p_guard *g, const char *ibdev, struct efap2p_core_nic *out)
 {
-	int rc = core_ready(g);
-
-	return rc ? rc : api.nic(ibdev, out);
+	(void)g;
+	CORE_CALL(api.nic(ibdev, out));
 }
 
 int efap2p_core_dmabuf(const struct efap2p_guard *g, const char *ibdev, const char *exp_name,
 		       struct efap2p_core_dmabuf *out)
 {
-	int rc = core_ready(g);
-
-	return rc ? rc : api.dmabuf(ibdev, exp_name, out);
+	(void)g;
+	CORE_CALL(api.dmabuf(ibdev, exp_name, out));
 }
 
 int efap2p_core_peer(const struct efap2p_guard *g, const char *ibdev, uint32_t domain,
 		     uint32_t bus, uint32_t devfn, struct efadv_p2p_attr *out)
 {
-	int rc = core_ready(g);
-
-	return rc ? rc : api.peer(ibdev, domain, bus, devfn, out);
+	(void)g;
+	CORE_CALL(api.peer(ibdev, domain, bus, devfn, out));
 }
 
 int efap2p_core_refusable(const struct efap2p_guard *g, const char *ibdev, int *out)
 {
-	int rc = core_ready(g);
-
-	return rc ? rc : api.refusable(ibdev, out);
+	(void)g;
+	CORE_CALL(api.refusable(ibdev, out));
 }
 
 /* In the child of fork(): only this thread exists, so the lock is free. */

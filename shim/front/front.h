@@ -21,10 +21,9 @@
 /* efadv_device_attr.device_caps ends here: inlen must reach it. */
 #define EFAP2P_CAPS_END (offsetof(struct efadv_device_attr, device_caps) + sizeof(uint32_t))
 
-/* guard.c: slow paths run with the asynchronous signals blocked and
- * cancellation disabled. */
+/* guard.c: slow paths run with cancellation disabled, marked in their
+ * thread, their log lines written once they are left. */
 struct efap2p_guard {
-	sigset_t mask;		/* the caller's, restored on leaving */
 	int cancel;
 	struct efap2p_guard *outer;
 	/* log lines written inside the guard, written out on leaving it (a
@@ -35,7 +34,12 @@ struct efap2p_guard {
 
 void efap2p_guard_enter(struct efap2p_guard *g);
 void efap2p_guard_leave(struct efap2p_guard *g);
+/* Inside a guard of this thread: a signal handler called into the library
+ * from a slow path. The entry points then answer without a lock. */
+int efap2p_reentered(void);
+/* Blocks the asynchronous signals (the synchronous ones stay open). */
 void efap2p_signals_block(sigset_t *old);
+void efap2p_signals_restore(const sigset_t *old);
 /* Keeps a log line for the innermost guard of this thread; 0 when no
  * guard is active (the caller writes it itself). */
 int efap2p_guard_defer(const char *line, size_t len);
@@ -69,9 +73,10 @@ efap2p_query_device_fn efap2p_real_query_device(void);
 efap2p_reg_dmabuf_mr_fn efap2p_real_reg_dmabuf_mr(void);
 
 /* core.c: the Go core, loaded on first need. Each call, made inside the
- * caller's guard g, returns 0 or an errno: ECHILD in a child forked after
- * the core was started (Go is never entered there), ELIBACC when the core
- * cannot be loaded or may not be (host.c), else the core's answer. */
+ * caller's guard g with the asynchronous signals blocked for its length,
+ * returns 0 or an errno: ECHILD in a child forked after the core was
+ * started (Go is never entered there), ELIBACC when the core cannot be
+ * loaded or may not be (host.c), else the core's answer. */
 int efap2p_core_nic(const struct efap2p_guard *g, const char *ibdev, struct efap2p_core_nic *out);
 int efap2p_core_dmabuf(const struct efap2p_guard *g, const char *ibdev, const char *exp_name,
 		       struct efap2p_core_dmabuf *out);
@@ -153,8 +158,7 @@ int efap2p_nic_key(struct ibv_device *device, uint64_t *key);
 void efap2p_precomp_atfork_child(void);
 
 /* host.c: may a Go runtime start in this process? 1 and why when not.
- * caller is the signal mask of the thread asking, as it was before the
- * library's guard. */
+ * caller is the signal mask of the thread asking, as the program set it. */
 #define EFAP2P_GO_THREADS 8	/* threads a starting Go runtime may need */
 /* address space the Go runtime reserves as it starts (about 750 MiB with
  * Go 1.26: below that it aborts), with a margin */

@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: MIT
 /*
  * The front's slow paths (anything beyond a lock-free read of a cached
- * answer) run inside a guard: the asynchronous signals blocked, so that a
- * host signal handler calling into the library cannot re-enter a path that
- * holds one of its locks, and cancellation disabled, so that a cancelled
- * caller cannot leave a lock held. Everything a guard covers is bounded (no
- * blocking read, no wait on anything but another thread's bounded work), so
- * a signal is only delayed, never lost. The real rdma-core functions are
- * always called outside a guard.
+ * answer) run inside a guard:
+ * - cancellation disabled, so that a cancelled caller cannot leave one of
+ *   the library's locks held;
+ * - a mark in the thread, so that a signal handler that calls into the
+ *   library while the thread is inside a guard is noticed at the entry
+ *   (efap2p_reentered) and answered without a lock (from what is cached,
+ *   or passed through) instead of waiting for a lock its own thread holds;
+ * - log lines kept and written once the guard is left, so that a write to
+ *   a full pipe delays the caller, never a lock holder.
+ * Signals stay open (no system call in a guard of its own): only the Go
+ * core's loading and calls block them (core.c). Everything a guard covers
+ * is bounded. The real rdma-core functions are always called outside one.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -33,13 +38,22 @@ void efap2p_signals_block(sigset_t *old)
 	pthread_sigmask(SIG_BLOCK, &set, old);
 }
 
+void efap2p_signals_restore(const sigset_t *old)
+{
+	pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
 void efap2p_guard_enter(struct efap2p_guard *g)
 {
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &g->cancel);
-	efap2p_signals_block(&g->mask);
 	g->npending = 0;
 	g->outer = active;
 	active = g;
+}
+
+int efap2p_reentered(void)
+{
+	return active != NULL;
 }
 
 int efap2p_guard_defer(const char *line, size_t len)
@@ -60,7 +74,6 @@ void efap2p_guard_leave(struct efap2p_guard *g)
 	int saved = errno;
 
 	active = g->outer;
-	pthread_sigmask(SIG_SETMASK, &g->mask, NULL);
 	pthread_setcancelstate(g->cancel, NULL);
 	if (g->npending && active)
 		efap2p_guard_defer(g->pending, g->npending);

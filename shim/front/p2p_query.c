@@ -126,7 +126,12 @@ __attribute__((visibility("default")))
 int efadv_p2p_query_peer(struct ibv_context *ibvctx, const char *peer_pci,
 			 struct efadv_p2p_attr *attr, uint32_t inlen)
 {
-	int saved = errno, rc = query_peer(ibvctx, peer_pci, attr, inlen);
+	int saved = errno, rc;
+
+	efap2p_config();
+	/* from a signal handler interrupting a slow path of the library in
+	 * this thread: no lock may be taken */
+	rc = efap2p_reentered() ? EAGAIN : query_peer(ibvctx, peer_pci, attr, inlen);
 
 	errno = saved;
 	return rc;
@@ -136,7 +141,10 @@ __attribute__((visibility("default")))
 int efadv_p2p_query_dmabuf(struct ibv_context *ibvctx, int dmabuf_fd,
 			   struct efadv_p2p_attr *attr, uint32_t inlen)
 {
-	int saved = errno, rc = query_dmabuf(ibvctx, dmabuf_fd, attr, inlen);
+	int saved = errno, rc;
+
+	efap2p_config();
+	rc = efap2p_reentered() ? EAGAIN : query_dmabuf(ibvctx, dmabuf_fd, attr, inlen);
 
 	errno = saved;
 	return rc;

@@ -15,7 +15,7 @@
 
 /* The answer from the topology file's index: 1 or 0, -1 when it has none
  * for this NIC. */
-static int from_index(struct ibv_device *device, int dev)
+static int from_index(struct ibv_device *device)
 {
 	const struct efap2p_index *ix = efap2p_precomp();
 	struct efap2p_index_nic n;
@@ -26,7 +26,6 @@ static int from_index(struct ibv_device *device, int dev)
 	if (efap2p_config()->log_level >= EFAP2P_LOG_INFO && !efap2p_precomp_strings())
 		efap2p_log(EFAP2P_LOG_INFO, "%s (from %s)", efap2p_index_str(ix, n.summary),
 			   efap2p_precomp_file());
-	(void)dev;
 	return !!(n.flags & EFAP2P_INDEX_NIC_REACHES);
 }
 
@@ -50,7 +49,7 @@ static int p2p_dma_slow(struct ibv_device *device)
 		efap2p_guard_leave(&g);
 		return caps == EFAP2P_YES;
 	}
-	reaches = from_index(device, dev);
+	reaches = from_index(device);
 	if (reaches < 0) {
 		switch (efap2p_core_nic(&g, device->name, &out)) {
 		case ECHILD:	/* a forked child: Go is out of reach, nothing cached */
@@ -68,7 +67,9 @@ static int p2p_dma_slow(struct ibv_device *device)
 	return caps == EFAP2P_YES;
 }
 
-/* Does the NIC of device reach an accelerator? Unknown counts as no. */
+/* Does the NIC of device reach an accelerator? Unknown counts as no. A
+ * call from a signal handler that interrupted a slow path of this thread
+ * gets only what is cached. */
 static inline int p2p_dma(struct ibv_device *device)
 {
 	int dev = efap2p_dev_lookup(device), caps;
@@ -78,7 +79,7 @@ static inline int p2p_dma(struct ibv_device *device)
 		if (caps != EFAP2P_UNKNOWN)
 			return caps == EFAP2P_YES;
 	}
-	return p2p_dma_slow(device);
+	return efap2p_reentered() ? 0 : p2p_dma_slow(device);
 }
 
 __attribute__((visibility("default")))

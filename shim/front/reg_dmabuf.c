@@ -240,13 +240,20 @@ struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t leng
 {
 	efap2p_reg_dmabuf_mr_fn real = efap2p_real_reg_dmabuf_mr();
 	struct efap2p_pair tmp, *p = NULL;
-	int saved = errno, dev = nic_of(pd), err;
+	int saved = errno, dev, err;
 	struct ibv_mr *mr;
 
 	if (!real) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
+	if (efap2p_reentered()) {
+		/* a signal handler interrupting a slow path of the library in
+		 * this thread: no lock may be taken; the kernel decides */
+		errno = saved;
+		return real(pd, offset, length, iova, fd, access);
+	}
+	dev = nic_of(pd);
 	if (dev >= 0)
 		p = judge(pd, dev, offset, length, iova, fd, access, &tmp, 1);
 	if (p && (err = fast_fail(p, access))) {
