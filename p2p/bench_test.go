@@ -3,6 +3,7 @@
 package p2p_test
 
 import (
+	"os"
 	"testing"
 
 	"github.com/efap2p/efap2p/p2p"
@@ -96,4 +97,39 @@ func BenchmarkMatrix4096(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(len(addrs)), "functions")
+}
+
+// BenchmarkTopologyFile4000 is what a topology file of 4,000 pairs costs
+// the first answer: reading and checking the file, building the oracle,
+// the first verdict (target: < 50 ms).
+func BenchmarkTopologyFile4000(b *testing.B) {
+	_, dir := writeModel(b, "p5.48xlarge", sim.WriteOptions{})
+	src, err := p2p.OpenSysfs(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tf := p2p.NewTopologyFile("bench")
+	for i := 0; i < 4000; i++ {
+		tf.Pairs = append(tf.Pairs, p2p.TopoPair{
+			Provider: p2p.Addr{Domain: 1 + uint32(i>>8), Bus: uint8(i), Device: 0, Function: 0},
+			Client:   p5NIC, MapType: p2p.MapBusAddr, Distance: 4, Path: p2p.PathPIX, Outcome: p2p.OutcomeP2P,
+			Reason: "a pair recorded for the benchmark, with a reason as long as export writes them, give or take"})
+	}
+	tf.Pairs = append(tf.Pairs, p2p.TopoPair{Provider: p5GPU, Client: p5NIC, MapType: p2p.MapBusAddr,
+		Distance: 4, Path: p2p.PathPIX, Outcome: p2p.OutcomeP2P})
+	data, err := tf.Marshal()
+	if err != nil {
+		b.Fatal(err)
+	}
+	file := b.TempDir() + "/topology.json"
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		o := p2p.NewOracleWith(p2p.NewTopology(src), p2p.Options{TopologyFile: file})
+		if v, err := o.Verdict(p5GPU, p5NIC); err != nil || v.Source != p2p.SourceTopologyFile {
+			b.Fatalf("%v %v", v, err)
+		}
+	}
 }

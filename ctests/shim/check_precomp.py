@@ -14,6 +14,9 @@ emulated host's tree):
   writable   the same file, group-writable: ignored with one line
   stale      the file edited after export: its index is stale, the Go core
              reads the file itself (the blocked NIC still loses the bit)
+  hostile    EFAP2P_TOPOLOGY naming a FIFO with no writer, a folder,
+             /dev/zero, a 1 GiB file: one line each, at once, and the
+             computed answers
 
   check_precomp.py EFAP2P LIBRARY TEST_HOST SCENARIO
 """
@@ -27,9 +30,10 @@ BLOCKED = "0000:4f:00.0"  # rdmap79s0 of p5.48xlarge
 failures = []
 
 
-def sim(machine, script, preload=False):
+def sim(machine, script, preload=False, extra=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith("EFAP2P_")}
     env.pop("LD_PRELOAD", None)
+    env.update(extra or {})
     if preload:
         env["LD_PRELOAD"] = lib
     r = subprocess.run([efap2p, "sim", "--machine", machine, "--", "sh", "-ec", script],
@@ -59,7 +63,18 @@ def want(cond, what):
 
 with tempfile.TemporaryDirectory() as keep:
     saved = os.path.join(keep, "topology.json")
-    if scenario == "boot":
+    if scenario == "hostile":
+        fifo, huge = os.path.join(keep, "fifo"), os.path.join(keep, "huge.json")
+        os.mkfifo(fifo)
+        with open(huge, "wb") as f:
+            f.truncate(1 << 30)  # sparse
+        for path in (fifo, keep, "/dev/zero", huge):
+            r = sim("p5.48xlarge", f'"{test_host}" list', preload=True, extra={"EFAP2P_TOPOLOGY": path})
+            bits, core, threads = answers(r.stdout)
+            errors = [l for l in r.stderr.splitlines() if l.startswith("efap2p: error:")]
+            want(len(errors) == 1 and path in errors[0], f"{path}: errors {errors}, want one naming it")
+            want(len(bits) == 32 and all(bits.values()), f"{path}: P2P_DMA {bits}, want all 32 (computed)")
+    elif scenario == "boot":
         r = sim("p5.48xlarge", f'"{efap2p}" export --boot; "{test_host}" list', preload=True)
         bits, core, threads = answers(r.stdout)
         want(len(bits) == 32 and all(bits.values()), f"boot file: P2P_DMA {bits}, want all 32")
