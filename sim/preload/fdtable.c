@@ -12,7 +12,7 @@
  * A vfork child shares our memory: it must not change the table, so
  * mutations are skipped when getpid() is not the table's owner.
  */
-#include "internal.h"
+#include "datapath.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -56,6 +56,7 @@ static void atfork_child(void)
 	/* The child's only thread is the one that took the lock in
 	 * atfork_prepare; a default mutex can be released by it. */
 	atomic_store(&owner_pid, (int)getpid());
+	dp_atfork_child();
 	efasim_unlock();
 }
 
