@@ -18,7 +18,7 @@ LIBDIR  ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR  ?= $(PREFIX)/share/man
 APT_PACKAGES = libibverbs-dev ibverbs-providers ibverbs-utils python3-pyverbs \
-	cmake pkg-config gcc g++ make valgrind graphviz
+	cmake pkg-config gcc g++ make valgrind graphviz libfabric-bin
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Tests write many small sysfs trees: on tmpfs when the machine has one.
