@@ -611,6 +611,7 @@ int main(void)
 	test_srd_errors();
 	test_rdma_read();
 	test_no_rdma_write_in_libefa44();
-	ibv_free_device_list(devs);
+	/* devs is not freed: libibverbs keeps its devices behind interior
+	 * pointers only, which memcheck would call possibly lost */
 	return check_exit("test_datapath");
 }

@@ -182,6 +182,7 @@ int fab_engine_init(void);
 uint32_t fab_engine_prepare(void);
 void fab_engine_wait(uint32_t seq, long usec);
 void fab_engine_awake(void);
+void fab_engine_kick(void); /* wakes our own engine */
 bool fab_qp_has_pending(const struct fab_qpfile *q);
 bool fab_local_gid(const uint8_t gid[FAB_GID_LEN]);
 void fab_atfork_child(void);
@@ -277,6 +278,7 @@ const struct dp_ah *dp_ah_lookup(struct efasim_uverbs *uv, uint16_t ahn, uint32_
 
 /* dp_engine.c */
 int dp_engine_start_locked(void);
+void dp_engine_settle(void); /* without the lock: after a QP went */
 void dp_engine_add_qp(struct dp_qp *qp);
 void dp_engine_del_qp(struct dp_qp *qp);
 void dp_engine_add_cq(struct dp_cq *cq);

@@ -114,6 +114,10 @@ static struct dp_qp *qps;
 static struct dp_cq *cqs;
 static int started;
 static pid_t started_pid;
+static pthread_t engine_tid;
+static atomic_int zombie; /* engine_tid ended: to be joined */
+static atomic_int ending; /* the last QP went: the thread is ending */
+static pthread_cond_t ended = PTHREAD_COND_INITIALIZER;
 static atomic_int vm_broken; /* process_vm_* refused (seccomp): copy directly */
 
 uint64_t dp_now_ns(void)
@@ -1247,6 +1251,17 @@ void dp_engine_add_qp(struct dp_qp *qp)
 	qps = qp;
 }
 
+static bool own_qps(void)
+{
+	pid_t me = getpid();
+	struct dp_qp *qp;
+
+	for (qp = qps; qp; qp = qp->next)
+		if (qp->pid == me)
+			return true;
+	return false;
+}
+
 void dp_engine_del_qp(struct dp_qp *qp)
 {
 	if (qp->prev)
@@ -1256,6 +1271,40 @@ void dp_engine_del_qp(struct dp_qp *qp)
 	if (qp->next)
 		qp->next->prev = qp->prev;
 	qp->next = qp->prev = NULL;
+	/* the last QP: the device thread ends at once (the next QP starts
+	 * another), so that a process done with RDMA runs nothing */
+	if (started && started_pid == getpid() && !own_qps()) {
+		atomic_store(&ending, 1);
+		fab_engine_kick();
+	}
+}
+
+static void reap_locked(void)
+{
+	if (!zombie)
+		return;
+	pthread_join(engine_tid, NULL); /* it holds no lock: it has returned */
+	zombie = 0;
+}
+
+/* After the last QP went (called without the lock): waits, a second at
+ * most, for the device thread to end, so that a program that exits next
+ * leaves no thread behind. */
+void dp_engine_settle(void)
+{
+	struct timespec until;
+
+	if (!atomic_load_explicit(&ending, memory_order_relaxed) &&
+	    !atomic_load_explicit(&zombie, memory_order_relaxed))
+		return;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 1;
+	efasim_lock();
+	while (atomic_load(&ending) && started && started_pid == getpid())
+		if (efasim_cond_timedwait(&ended, &until))
+			break;
+	reap_locked();
+	efasim_unlock();
 }
 
 void dp_engine_add_cq(struct dp_cq *cq)
@@ -1318,7 +1367,8 @@ static bool engine_pending(void)
  * Idle policy: a doorbell is a plain store, so the engine must look; but a
  * spinning engine competes with the program's own polling threads for the
  * CPUs. It sleeps instead: 10 us naps (timer slack 1 us) while traffic is
- * recent, growing to 2 ms after HOT_NS of silence, 100 ms without QPs.
+ * recent, growing to 2 ms after HOT_NS of silence; it ends with the
+ * process's last QP.
  * A sleeping engine is woken at once by a sender's futex wake, and a
  * sleeper that wakes is scheduled promptly (it has used little CPU).
  */
@@ -1339,7 +1389,16 @@ static void *engine_main(void *arg)
 
 		efasim_lock();
 		work = engine_pass(now);
-		any = qps != NULL;
+		any = own_qps();
+		if (!any) {
+			started = 0;
+			zombie = 1;
+			atomic_store(&ending, 0);
+			pthread_cond_broadcast(&ended);
+			efasim_unlock();
+			efasim_trace("device engine stopped: no QP left");
+			return NULL;
+		}
 		efasim_unlock();
 		if (work) {
 			idle_since = 0;
@@ -1356,8 +1415,8 @@ static void *engine_main(void *arg)
 			fab_engine_awake();
 			continue;
 		}
-		fab_engine_wait(seq, !any ? 100000 : now - idle_since < HOT_NS ? 10 : nap);
-		if (any && now - idle_since >= HOT_NS && nap < 2000)
+		fab_engine_wait(seq, now - idle_since < HOT_NS ? 10 : nap);
+		if (now - idle_since >= HOT_NS && nap < 2000)
 			nap *= 2;
 	}
 	return NULL;
@@ -1370,13 +1429,15 @@ int dp_engine_start_locked(void)
 	pthread_t tid;
 	int rc;
 
-	if (started && started_pid == getpid())
+	if (started && started_pid == getpid()) {
+		atomic_store(&ending, 0); /* it sees the new QP before it ends */
 		return 0;
+	}
+	reap_locked();
 	rc = fab_engine_init();
 	if (rc)
 		return rc;
 	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 256 * 1024);
 	/* the device takes none of the program's signals */
 	sigfillset(&all);
@@ -1387,6 +1448,7 @@ int dp_engine_start_locked(void)
 	if (rc)
 		return -rc;
 	pthread_setname_np(tid, "efasim-device");
+	engine_tid = tid;
 	started = 1;
 	started_pid = getpid();
 	efasim_trace("device engine started");
@@ -1398,5 +1460,7 @@ int dp_engine_start_locked(void)
 void dp_atfork_child(void)
 {
 	started = 0;
+	zombie = 0; /* the parent's thread is not the child's */
+	atomic_store(&ending, 0);
 	fab_atfork_child();
 }

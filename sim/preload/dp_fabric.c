@@ -709,6 +709,14 @@ bool fab_qp_has_pending(const struct fab_qpfile *q)
 	return atomic_load_explicit(&q->hdr->pending, memory_order_seq_cst) != 0;
 }
 
+void fab_engine_kick(void)
+{
+	if (!own_wake)
+		return;
+	atomic_fetch_add_explicit(&own_wake->seq, 1, memory_order_release);
+	futex(&own_wake->seq, FUTEX_WAKE, INT_MAX, NULL);
+}
+
 void fab_engine_awake(void)
 {
 	if (own_wake)

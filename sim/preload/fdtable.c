@@ -41,6 +41,11 @@ void efasim_unlock(void)
 	pthread_mutex_unlock(&table_lock);
 }
 
+int efasim_cond_timedwait(pthread_cond_t *c, const struct timespec *abstime)
+{
+	return pthread_cond_timedwait(c, &table_lock, abstime);
+}
+
 static void atfork_prepare(void)
 {
 	efasim_lock();

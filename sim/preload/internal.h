@@ -12,6 +12,7 @@
 #ifndef EFASIM_INTERNAL_H
 #define EFASIM_INTERNAL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -167,6 +168,8 @@ struct efasim_file {
 
 void efasim_lock(void);
 void efasim_unlock(void);
+/* waits on c with the global lock held (CLOCK_REALTIME deadline) */
+int efasim_cond_timedwait(pthread_cond_t *c, const struct timespec *abstime);
 /* True when fd may be tracked; false is certain (no lock needed). */
 bool efasim_maybe_tracked(int fd);
 /* True when any file is tracked (fast path for close/dup). */

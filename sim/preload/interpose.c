@@ -652,6 +652,7 @@ EFASIM_API ssize_t write(int fd, const void *buf, size_t count)
 			r = f->kind == EFASIM_UVERBS ? efasim_uverbs_write_locked(f, fd, buf, count)
 						     : -EINVAL;
 			efasim_unlock();
+			dp_engine_settle();
 			if (r < 0) {
 				errno = (int)-r;
 				return -1;
@@ -774,6 +775,7 @@ EFASIM_API int close(int fd)
 	efasim_fd_remove_locked(fd);
 	r = next_close()(fd);
 	efasim_unlock();
+	dp_engine_settle();
 	return r;
 }
 
