@@ -282,6 +282,10 @@ static void cq_write(struct dp_cq *cq, const struct efa_cqe *e)
 	memcpy(slot + 4, (uint8_t *)&t + 4, cq->entry_size - 4);
 	__atomic_store_n(slot + 3, t.flags, __ATOMIC_RELEASE);
 	cq->produced++;
+	if (efasim_trace_level() >= 2)
+		efasim_trace("CQ %u entry %u: QP %u %s req_id %u status %u length %u", cq->handle, idx,
+			     e->qp_num, (e->flags >> EFA_CQE_QTYPE_SHIFT & 3) == EFA_QTYPE_SEND ? "send" : "recv",
+			     e->req_id, e->status, e->length);
 }
 
 /*
@@ -889,6 +893,9 @@ static bool rx_admit(struct dp_qp *qp, const struct fab_pkt *p)
 
 	if (((p->flags & PKT_F_SRD) != 0) != srd || p->qkey != qp->qkey ||
 	    (qp->state != QPS_RTR && qp->state != QPS_RTS && qp->state != QPS_SQD)) {
+		efasim_trace("QP %u: refuses a packet of QP %u (%s, Q-key %#x, QP state %u): %s",
+			     qp->qpn, p->src_qpn, (p->flags & PKT_F_SRD) ? "SRD" : "UD", p->qkey,
+			     qp->state, srd ? "BAD_DEST_QPN" : "dropped");
 		nack(qp, p, ST_REM_BAD_DEST_QPN);
 		return false;
 	}

@@ -574,7 +574,7 @@ int dp_cmd_create_qp(struct efasim_wcall *c)
 	qp->max_send_sge = cmd.max_send_sge;
 	qp->max_recv_sge = cmd.max_recv_sge;
 	qp->max_inline = cmd.max_inline_data;
-	qp->rnr_retry = 7;
+	qp->rnr_retry = 3; /* until MODIFY_QP sets it; 7 retries forever */
 	rc = qp_regions(c, qp, &ucmd);
 	if (rc)
 		goto err_regions;
