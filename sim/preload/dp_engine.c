@@ -1260,7 +1260,7 @@ void dp_engine_add_qp(struct dp_qp *qp)
 
 static bool own_qps(void)
 {
-	pid_t me = getpid();
+	pid_t me = started_pid;
 	struct dp_qp *qp;
 
 	for (qp = qps; qp; qp = qp->next)
@@ -1338,7 +1338,7 @@ void dp_engine_del_cq(struct dp_cq *cq)
 static int engine_pass(uint64_t now)
 {
 	struct rx_ctx rx = { NULL, now };
-	pid_t me = getpid();
+	pid_t me = started_pid; /* the engine's process (fork: reset) */
 	struct dp_qp *qp;
 	int work = 0;
 
@@ -1357,7 +1357,7 @@ static int engine_pass(uint64_t now)
 
 static bool engine_pending(void)
 {
-	pid_t me = getpid();
+	pid_t me = started_pid;
 	struct dp_qp *qp;
 
 	for (qp = qps; qp; qp = qp->next) {
