@@ -3,6 +3,7 @@
 package sim
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -187,4 +188,31 @@ func TestCleanFabric(t *testing.T) {
 	if err := CleanFabric(filepath.Join(dir, "missing")); err != nil {
 		t.Errorf("a missing fabric: %v", err)
 	}
+}
+
+// FuzzHostGID: any input is an error or a GID of eight four-digit groups
+// whose fifth is the host number and whose others are the input's.
+func FuzzHostGID(f *testing.F) {
+	f.Add("fe80:0000:0000:0000:0000:0000:4f00:0001", uint16(1))
+	f.Add("fe80::1", uint16(0))
+	f.Add("", uint16(65535))
+	f.Fuzz(func(t *testing.T, gid string, host uint16) {
+		got, err := HostGID(gid, host)
+		if err != nil {
+			return
+		}
+		in, out := strings.Split(gid, ":"), strings.Split(got, ":")
+		if len(out) != 8 {
+			t.Fatalf("HostGID(%q, %d) = %q", gid, host, got)
+		}
+		for i := range out {
+			want := in[i]
+			if i == 4 && host != 0 {
+				want = fmt.Sprintf("%04x", host)
+			}
+			if out[i] != want || len(out[i]) != 4 {
+				t.Fatalf("HostGID(%q, %d) = %q: group %d", gid, host, got, i)
+			}
+		}
+	})
 }
