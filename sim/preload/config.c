@@ -127,15 +127,18 @@ static const struct dev_key {
  * digits, as sysfs writes a GID; stored in network order. */
 static int parse_gid(const char *v, uint8_t out[16])
 {
-	unsigned int g[8], i;
-	char tail;
+	unsigned int i, g;
 
-	if (strlen(v) != 39 || sscanf(v, "%4x:%4x:%4x:%4x:%4x:%4x:%4x:%4x%c", &g[0], &g[1], &g[2],
-				      &g[3], &g[4], &g[5], &g[6], &g[7], &tail) != 8)
+	if (strlen(v) != 39)
 		return -EINVAL;
+	for (i = 0; i < 39; i++)
+		if (i % 5 == 4 ? v[i] != ':' : !isxdigit((unsigned char)v[i]))
+			return -EINVAL;
 	for (i = 0; i < 8; i++) {
-		out[2 * i] = (uint8_t)(g[i] >> 8);
-		out[2 * i + 1] = (uint8_t)g[i];
+		if (sscanf(v + 5 * i, "%4x", &g) != 1)
+			return -EINVAL;
+		out[2 * i] = (uint8_t)(g >> 8);
+		out[2 * i + 1] = (uint8_t)g;
 	}
 	return 0;
 }
