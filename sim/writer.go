@@ -18,6 +18,13 @@ type WriteOptions struct {
 	// ConfigBytes, when set, truncates every config file to that many
 	// bytes: 64 shows the tree as a process without CAP_SYS_ADMIN sees it.
 	ConfigBytes int
+	// Fabric, when set, is the fabric directory the emulator's devices use
+	// (shared by the hosts of a fabric, see JoinFabric); by default each
+	// tree has its own, next to efasim.conf.
+	Fabric string
+	// Host is this tree's host number in the fabric (0: alone); it goes
+	// into the GIDs and node GUIDs of its EFA devices (HostGID, HostGUID).
+	Host uint16
 }
 
 // Uverbs device numbers: the uverbs character devices use major 231 and
@@ -69,7 +76,7 @@ func (w *treeWriter) write() error {
 	if w.err != nil {
 		return w.err
 	}
-	conf, err := w.m.EmulatorConfig()
+	conf, err := w.m.emulatorConfig(w.opt)
 	if err != nil {
 		return err
 	}
@@ -143,7 +150,10 @@ func (w *treeWriter) function(parentDir string, f *Function) {
 // efa writes the RDMA class entries of the i-th EFA NIC, as ib_core and
 // ib_uverbs lay them out under the PCI function.
 func (w *treeWriter) efa(i int, f *Function) {
-	at := w.m.EFAAttrs(f)
+	at, err := w.m.efaAttrsOn(f, w.opt.Host)
+	if err != nil && w.err == nil {
+		w.err = err
+	}
 	fnDir := w.devDir[f.Addr]
 	ib := filepath.Join(fnDir, "infiniband", at.IBDev)
 	w.mkdir(filepath.Join(ib, "ports/1/gids"))
@@ -243,8 +253,19 @@ func (w *treeWriter) link(p, target string) {
 //	device <uverbsN> <ibdev> <pci> key=value ...
 //	verdict <nic-pci> <owner-pci> p2p|bounced|refused
 func (m *Machine) EmulatorConfig() (string, error) {
+	return m.emulatorConfig(WriteOptions{})
+}
+
+// emulatorConfig adds, for a host of a fabric, the fabric line and the
+// host's GIDs:
+//
+//	fabric <directory>
+func (m *Machine) emulatorConfig(opt WriteOptions) (string, error) {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "efasim 1\n# machine %s; written by efap2p sim write\n", m.Name)
+	if opt.Fabric != "" {
+		fmt.Fprintf(&b, "fabric %s\n", opt.Fabric)
+	}
 	for _, f := range m.Functions() {
 		drv := f.Driver
 		if drv == "" {
@@ -253,7 +274,10 @@ func (m *Machine) EmulatorConfig() (string, error) {
 		fmt.Fprintf(&b, "function %s %04x %04x %06x %s\n", f.Addr, uint32(f.Vendor), uint32(f.Device), uint32(f.Class), drv)
 	}
 	for i, f := range m.EFANICs() {
-		at := m.EFAAttrs(f)
+		at, err := m.efaAttrsOn(f, opt.Host)
+		if err != nil {
+			return "", err
+		}
 		caps, err := at.KernelCaps()
 		if err != nil {
 			return "", fmt.Errorf("%s: %w", f.Addr, err)
@@ -272,6 +296,7 @@ func (m *Machine) EmulatorConfig() (string, error) {
 			fmt.Sprintf("hw_ver=0x%x", uint32(sd)),
 			fmt.Sprintf("fw_ver=%s", at.FWVer),
 			fmt.Sprintf("node_guid=%s", at.NodeGUID),
+			fmt.Sprintf("gid=%s", at.GID),
 			fmt.Sprintf("max_qp=%d", at.MaxQP),
 			fmt.Sprintf("max_cq=%d", at.MaxCQ),
 			fmt.Sprintf("max_cqe=%d", at.MaxCQE),

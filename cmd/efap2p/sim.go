@@ -27,7 +27,7 @@ func init() {
 }
 
 const simUsage = `Usage:
-  efap2p sim [--machine NAME | --model FILE] [--keep] -- COMMAND [ARGS...]
+  efap2p sim [--machine NAME | --model FILE] [--fabric DIR] [--keep] -- COMMAND [ARGS...]
       run COMMAND inside an emulated EFA host
   efap2p sim list
       list the built-in machine models
@@ -41,12 +41,21 @@ Running a command:
   libefasim.so appended to LD_PRELOAD. Inside, the unmodified rdma-core
   userspace (libibverbs, libefa, ibv_devices, ibv_devinfo, pyverbs) sees the
   model's EFA devices: /dev/infiniband/uverbsN, contexts, device and port
-  queries, protection domains, memory registration, and dma-buf
-  registration that the emulated kernel accepts or refuses per the model.
+  queries, protection domains, memory registration, dma-buf registration
+  that the emulated kernel accepts or refuses per the model, and a data
+  path: CQs, UD and SRD QPs, address handles, sends, RDMA reads and writes
+  executed by an emulated device, between the processes of the host.
   EFASIM_CONFIG is removed from COMMAND's environment, so that the tree's
   efasim.conf is the one used; EFASIM_TRACE=1 makes the library log each
   emulated call on stderr. The tree is removed when COMMAND ends, unless
   --keep is given (then its path is printed on stderr).
+
+  --fabric DIR makes the host one of several sharing the fabric directory
+  DIR: each efap2p sim given the same DIR is another host (the lowest free
+  host number, held while it runs), whose EFA devices have GIDs of their
+  own (the fifth group of each GID is the host number), and the programs of
+  every host reach each other's QPs. What departed processes left in DIR is
+  removed when a host ends.
 
   The library is looked for in $EFASIM_LIBRARY, then next to the efap2p
   executable (the build tree), then in the efap2p/ directory of the libdir
@@ -88,7 +97,7 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 func simHelp() error {
 	var b strings.Builder
 	b.WriteString(simUsage)
-	fs, _, _ := simRunFlags()
+	fs, _, _, _ := simRunFlags()
 	b.WriteString("\nOptions of 'efap2p sim ... -- COMMAND':\n")
 	writeOptions(&b, fs)
 	fs, _, _, _ = simWriteFlags()
@@ -227,12 +236,13 @@ const libraryName = "libefasim.so"
 var executable = os.Executable
 
 // simRunFlags is the flag set of sim -- COMMAND.
-func simRunFlags() (*flag.FlagSet, *modelFlags, *bool) {
+func simRunFlags() (*flag.FlagSet, *modelFlags, *bool, *string) {
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
 	mf := &modelFlags{}
 	mf.register(fs)
 	keep := fs.Bool("keep", false, "keep the emulated host's sysfs tree and print its path")
-	return fs, mf, keep
+	fabric := fs.String("fabric", "", "join the fabric `DIR` shared with other 'efap2p sim' hosts")
+	return fs, mf, keep, fabric
 }
 
 // simRun runs a command inside an emulated host:
@@ -240,7 +250,7 @@ func simRunFlags() (*flag.FlagSet, *modelFlags, *bool) {
 func simRun(args []string, stdout, stderr io.Writer) error {
 	dash := slices.Index(args, "--")
 	if dash < 0 {
-		fset, _, _ := simRunFlags()
+		fset, _, _, _ := simRunFlags()
 		if err := parseFlags(fset, args, simUsage, stderr); err != nil {
 			if _, ok := err.(helpText); ok {
 				return simHelp()
@@ -249,7 +259,7 @@ func simRun(args []string, stdout, stderr io.Writer) error {
 		}
 		return usagef("put the command to run after --")
 	}
-	fset, mf, keep := simRunFlags()
+	fset, mf, keep, fabric := simRunFlags()
 	if err := parseFlags(fset, args[:dash], simUsage, stderr); err != nil {
 		if _, ok := err.(helpText); ok {
 			return simHelp()
@@ -284,7 +294,20 @@ func simRun(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "efap2p: removing %s: %v\n", dir, err)
 		}
 	}()
-	if err := m.Write(dir, sim.WriteOptions{}); err != nil {
+	opt := sim.WriteOptions{}
+	if *fabric != "" {
+		host, err := sim.JoinFabric(*fabric)
+		if err != nil {
+			return fmt.Errorf("sim: %w", err)
+		}
+		defer func() {
+			if err := host.Close(); err != nil {
+				fmt.Fprintf(stderr, "efap2p: cleaning fabric %s: %v\n", host.Dir, err)
+			}
+		}()
+		opt.Fabric, opt.Host = host.Dir, host.ID
+	}
+	if err := m.Write(dir, opt); err != nil {
 		return fmt.Errorf("sim: writing machine %s: %w", m.Name, err)
 	}
 	code, err := runChild(command, sim.EmulatorEnv(os.Environ(), dir, lib, nil), stdout, stderr)

@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -275,5 +276,48 @@ func TestSimList(t *testing.T) {
 	code, stdout, _ := runSimCmd(t, "list")
 	if code != 0 || !strings.Contains(stdout, "p5.48xlarge") || !strings.Contains(stdout, " 32 EFA") {
 		t.Errorf("exit %d, list %q", code, stdout)
+	}
+}
+
+// --fabric: each invocation is a host of the fabric, with a number of its
+// own in its GIDs; the fabric directory is named in efasim.conf; a stale
+// QP file is removed when the host ends.
+func TestSimRunFabric(t *testing.T) {
+	fakeLibrary(t)
+	fabric := filepath.Join(t.TempDir(), "fabric")
+	// what a killed process left: no process holds QPN 9's lock
+	stale := filepath.Join(fabric, "qp-fe800000000000000001000000000501-9")
+	script := `grep '^fabric ' "$SYSFS_PATH/efasim.conf"
+cat "$SYSFS_PATH"/class/infiniband/*/ports/1/gids/0
+touch ` + stale
+	code, first, stderr := runSimCmd(t, "--model", tinyModel(t), "--fabric", fabric, "--", "sh", "-c", script)
+	if code != 0 {
+		t.Fatalf("exit status %d (stderr: %s)", code, stderr)
+	}
+	if want := "fabric " + fabric + "\nfe80:0000:0000:0000:0001:0000:0028:0001\n"; first != want {
+		t.Errorf("host 1 sees %q, want %q", first, want)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the stale QP file was left in the fabric (stat: %v)", err)
+	}
+	// a second host while the first one runs: another number
+	outer := `efap2p_gid() { cat "$SYSFS_PATH"/class/infiniband/*/ports/1/gids/0; }; efap2p_gid; "$EFAP2P" sim --model "$MODEL" --fabric "$FABRIC" -- sh -c 'cat "$SYSFS_PATH"/class/infiniband/*/ports/1/gids/0'`
+	t.Setenv("FABRIC", fabric)
+	t.Setenv("MODEL", tinyModel(t))
+	bin := filepath.Join(t.TempDir(), "efap2p")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	t.Setenv("EFAP2P", bin)
+	code, both, stderr := runSimCmd(t, "--model", tinyModel(t), "--fabric", fabric, "--", "sh", "-c", outer)
+	if code != 0 {
+		t.Fatalf("exit status %d (stderr: %s)", code, stderr)
+	}
+	if want := "fe80:0000:0000:0000:0001:0000:0028:0001\nfe80:0000:0000:0000:0002:0000:0028:0001\n"; both != want {
+		t.Errorf("hosts 1 and 2 see %q, want %q", both, want)
+	}
+	if code, _, _ := runSimCmd(t, "--fabric", filepath.Join(fabric, "host-1.lock"), "--", "true"); code == 0 {
+		t.Error("a fabric that is a file: want a failure")
 	}
 }

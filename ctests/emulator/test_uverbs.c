@@ -459,7 +459,7 @@ static void test_raw_write(void)
 		struct query_req req = { { 0x12345601, words, 0 }, { 0 } };
 
 		CHECK_ERR(raw_write(fd, &req, sizeof(req)), EINVAL); /* bits outside the mask */
-		req.hdr.command = IB_USER_VERBS_CMD_CREATE_CQ;       /* not emulated */
+		req.hdr.command = IB_USER_VERBS_CMD_CREATE_SRQ;      /* not emulated */
 		CHECK_ERR(raw_write(fd, &req, sizeof(req)), EOPNOTSUPP);
 		req.hdr.command = 200;
 		CHECK_ERR(raw_write(fd, &req, sizeof(req)), EOPNOTSUPP);

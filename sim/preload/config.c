@@ -123,11 +123,33 @@ static const struct dev_key {
 	U32(port_mtu), U32(max_msg_sz), U32(num_comp_vectors),
 };
 
+/* "fe80:0000:0000:0000:0000:0000:0300:0001": eight groups of four hex
+ * digits, as sysfs writes a GID; stored in network order. */
+static int parse_gid(const char *v, uint8_t out[16])
+{
+	unsigned int i, g;
+
+	if (strlen(v) != 39)
+		return -EINVAL;
+	for (i = 0; i < 39; i++)
+		if (i % 5 == 4 ? v[i] != ':' : !isxdigit((unsigned char)v[i]))
+			return -EINVAL;
+	for (i = 0; i < 8; i++) {
+		if (sscanf(v + 5 * i, "%4x", &g) != 1)
+			return -EINVAL;
+		out[2 * i] = (uint8_t)(g >> 8);
+		out[2 * i + 1] = (uint8_t)g;
+	}
+	return 0;
+}
+
 static int set_dev_key(struct efasim_dev *d, const char *k, const char *v)
 {
 	uint64_t n;
 	size_t i;
 
+	if (!strcmp(k, "gid"))
+		return parse_gid(v, d->gid);
 	if (!strcmp(k, "fw_ver"))
 		return parse_fw(v, &d->fw_ver);
 	if (!strcmp(k, "node_guid"))
@@ -197,6 +219,22 @@ static int add_function(struct efasim_config *c, char *rest)
 	return 0;
 }
 
+/* Without a gid key: fe80::<domain>:<bus><devfn>:1, the model's default. */
+static void default_gid(struct efasim_dev *d)
+{
+	unsigned int dom = 0, bus = 0, dev = 0, fn = 0;
+
+	sscanf(d->pci, "%x:%x:%x.%x", &dom, &bus, &dev, &fn);
+	memset(d->gid, 0, sizeof(d->gid));
+	d->gid[0] = 0xfe;
+	d->gid[1] = 0x80;
+	d->gid[10] = (uint8_t)(dom >> 8);
+	d->gid[11] = (uint8_t)dom;
+	d->gid[12] = (uint8_t)bus;
+	d->gid[13] = (uint8_t)(dev << 3 | fn);
+	d->gid[15] = 1;
+}
+
 static int add_device(struct efasim_config *c, char *rest)
 {
 	char *uv = next_token(&rest), *ibdev = next_token(&rest), *pci = next_token(&rest);
@@ -223,6 +261,7 @@ static int add_device(struct efasim_config *c, char *rest)
 	snprintf(d->ibdev, sizeof(d->ibdev), "%s", ibdev);
 	if (efasim_pci_normalize(pci, d->pci))
 		return -EINVAL;
+	default_gid(d);
 	while ((kv = next_token(&rest))) {
 		eq = strchr(kv, '=');
 		if (!eq)
@@ -262,6 +301,22 @@ static int add_verdict(struct efasim_config *c, char *rest)
 	return 0;
 }
 
+/* "fabric <directory>": the rest of the line, an absolute path. */
+static int set_fabric(struct efasim_config *c, char *rest)
+{
+	size_t n;
+
+	while (*rest == ' ' || *rest == '\t')
+		rest++;
+	n = strlen(rest);
+	while (n && (rest[n - 1] == ' ' || rest[n - 1] == '\t'))
+		rest[--n] = '\0';
+	if (rest[0] != '/' || n >= sizeof(c->fabric))
+		return -EINVAL;
+	memcpy(c->fabric, rest, n + 1);
+	return 0;
+}
+
 static int parse_line(struct efasim_config *c, char *line, bool *seen_header)
 {
 	char *kw = next_token(&line);
@@ -282,6 +337,8 @@ static int parse_line(struct efasim_config *c, char *line, bool *seen_header)
 		return add_device(c, line);
 	if (!strcmp(kw, "verdict"))
 		return add_verdict(c, line);
+	if (!strcmp(kw, "fabric"))
+		return set_fabric(c, line);
 	return 0;
 }
 

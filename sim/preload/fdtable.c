@@ -12,7 +12,7 @@
  * A vfork child shares our memory: it must not change the table, so
  * mutations are skipped when getpid() is not the table's owner.
  */
-#include "internal.h"
+#include "datapath.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -41,6 +41,11 @@ void efasim_unlock(void)
 	pthread_mutex_unlock(&table_lock);
 }
 
+int efasim_cond_timedwait(pthread_cond_t *c, const struct timespec *abstime)
+{
+	return pthread_cond_timedwait(c, &table_lock, abstime);
+}
+
 static void atfork_prepare(void)
 {
 	efasim_lock();
@@ -56,6 +61,7 @@ static void atfork_child(void)
 	/* The child's only thread is the one that took the lock in
 	 * atfork_prepare; a default mutex can be released by it. */
 	atomic_store(&owner_pid, (int)getpid());
+	dp_atfork_child();
 	efasim_unlock();
 }
 

@@ -12,6 +12,7 @@
 #ifndef EFASIM_INTERNAL_H
 #define EFASIM_INTERNAL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -58,6 +59,7 @@ struct efasim_dev {
 	uint32_t max_sq_sge, max_rq_sge, max_wr_rdma_sge, inline_buf_size;
 	uint32_t sub_cqs_per_cq, max_tx_batch, min_sq_wr;
 	int peer_blocked, numa_node;
+	uint8_t gid[16]; /* GID 0 of port 1, network order */
 	/* mutable, under the global lock */
 	uint32_t next_key, next_pdn;
 };
@@ -70,6 +72,7 @@ struct efasim_config {
 	size_t nfns;
 	struct efasim_verdict *verdicts;
 	size_t nverdicts;
+	char fabric[4096]; /* the fabric directory ("" = next to the file) */
 	struct timespec loaded; /* time stamps of the emulated device nodes */
 };
 
@@ -86,20 +89,35 @@ int efasim_config_parse(struct efasim_config *c, char *text, char *err, size_t e
 
 /* ---- the emulator's files (fdtable.c) ---- */
 
-enum efasim_kind { EFASIM_UVERBS = 1, EFASIM_DMABUF };
+enum efasim_kind { EFASIM_UVERBS = 1, EFASIM_DMABUF, EFASIM_CHANNEL };
 
-enum efasim_obj_type { EFASIM_OBJ_FREE, EFASIM_OBJ_PENDING, EFASIM_OBJ_PD, EFASIM_OBJ_MR };
+enum efasim_obj_type {
+	EFASIM_OBJ_FREE, EFASIM_OBJ_PENDING, EFASIM_OBJ_PD, EFASIM_OBJ_MR,
+	EFASIM_OBJ_CQ, EFASIM_OBJ_QP, EFASIM_OBJ_AH,
+};
 
 struct efasim_file;
 
 /* One uverbs object (a handle of the file's idr). */
 struct efasim_obj {
 	uint8_t type;
-	uint32_t pd;                  /* MR: the PD handle */
-	uint32_t usecnt;              /* PD: live MRs */
+	uint8_t on_dmabuf;            /* MR: registered from a dma-buf */
+	uint32_t pd;                  /* MR, QP, AH: the PD handle */
+	uint32_t usecnt;              /* PD: live MRs, QPs, AHs; CQ: QPs */
 	uint32_t key;                 /* MR: lkey = rkey */
 	uint64_t pinned;              /* MR on user memory: pages pinned */
 	struct efasim_file *dmabuf;   /* MR on a dma-buf: holds a reference */
+	/* MR: what the device translates (iova -> start or map) */
+	uint32_t access;
+	uint64_t iova, length, start;
+	void *map;                    /* MR on a dma-buf: our mapping of it */
+	size_t map_len, map_skew;
+	void *dp;                     /* CQ, QP, AH: datapath.h */
+};
+
+/* A range of the uverbs file that libefa may mmap (a ring, a doorbell). */
+struct efasim_region {
+	uint64_t off, len;
 };
 
 struct efasim_uverbs {
@@ -108,6 +126,20 @@ struct efasim_uverbs {
 	int has_ctx;
 	struct efasim_obj *objs;
 	uint32_t nobjs;
+	/* device memory: regions of the memfd behind the descriptor */
+	struct efasim_region *regions;
+	uint32_t nregions;
+	volatile uint64_t *cursor; /* page 0 of the memfd: next free offset */
+	uint32_t ncq, nah;
+	struct efasim_file *self;
+};
+
+/* A completion channel: events queued for its reader. */
+struct efasim_channel {
+	uint64_t *events; /* CQ user handles */
+	uint32_t head, count, cap;
+	int efd;          /* the reader's descriptor (an eventfd, semaphore) */
+	struct efasim_dev *dev;
 };
 
 struct efasim_dmabuf {
@@ -130,11 +162,14 @@ struct efasim_file {
 	union {
 		struct efasim_uverbs uv;
 		struct efasim_dmabuf db;
+		struct efasim_channel ch;
 	};
 };
 
 void efasim_lock(void);
 void efasim_unlock(void);
+/* waits on c with the global lock held (CLOCK_REALTIME deadline) */
+int efasim_cond_timedwait(pthread_cond_t *c, const struct timespec *abstime);
 /* True when fd may be tracked; false is certain (no lock needed). */
 bool efasim_maybe_tracked(int fd);
 /* True when any file is tracked (fast path for close/dup). */
@@ -154,8 +189,25 @@ void efasim_file_put_locked(struct efasim_file *f);
 
 /* ---- the emulated kernel ---- */
 
+/* One write() call, split as ib_uverbs_write splits it. */
+struct efasim_wcall {
+	struct efasim_uverbs *uv;
+	struct efasim_dev *dev;
+	int fd;             /* the descriptor written to */
+	uint64_t in, out;   /* core request and response (user addresses) */
+	size_t inlen, outlen;
+	uint64_t uin, uout; /* driver udata */
+	size_t uinlen, uoutlen;
+};
+
+/* uverbs_request/uverbs_response and the driver's udata helpers. */
+int efasim_w_request(struct efasim_wcall *c, void *req, size_t len);
+int efasim_w_response(struct efasim_wcall *c, const void *resp, size_t len);
+int efasim_udata_out(struct efasim_wcall *c, const void *resp, size_t len);
+int efasim_udata_in_cleared(struct efasim_wcall *c);
+
 /* Returns count or a negative errno. Lock held. */
-ssize_t efasim_uverbs_write_locked(struct efasim_file *f, const void *buf, size_t count);
+ssize_t efasim_uverbs_write_locked(struct efasim_file *f, int fd, const void *buf, size_t count);
 /* Returns 0 or a negative errno. Lock held. */
 int efasim_uverbs_ioctl_locked(struct efasim_file *f, unsigned long req, void *arg);
 void efasim_uverbs_release(struct efasim_uverbs *uv);
@@ -188,6 +240,8 @@ void efasim_dmabuf_statfs(struct statfs *sf);
 /* ---- helpers (util.c) ---- */
 
 bool efasim_trace_on(void);
+/* EFASIM_TRACE=2: the data path too, a line per packet */
+int efasim_trace_level(void);
 void efasim_trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void efasim_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *efasim_errname(int err); /* err > 0 */

@@ -10,11 +10,11 @@
  * The set covers what libibverbs 44, libefa, ibv_* tools and CPython import:
  * stat/fstat/lstat (and the *64, *at and pre-2.33 __xstat forms), statx,
  * access, open/openat (and *64, fortified __open*_2), fopen, fstatfs,
- * socket, write, ioctl, close, close_range, closefrom, dup, dup2, dup3 and
- * fcntl's F_DUPFD. Do not add variadic-forwarding entry points without
+ * socket, write, ioctl, mmap (the device memory of a uverbs file), close,
+ * close_range, closefrom, dup, dup2, dup3 and fcntl's F_DUPFD. Do not add variadic-forwarding entry points without
  * checking how glibc declares them.
  */
-#include "internal.h"
+#include "datapath.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -648,9 +649,10 @@ EFASIM_API ssize_t write(int fd, const void *buf, size_t count)
 		f = efasim_fd_get_locked(fd);
 		if (f) {
 			/* a dma-buf has no write method: EINVAL, as the kernel */
-			r = f->kind == EFASIM_UVERBS ? efasim_uverbs_write_locked(f, buf, count)
+			r = f->kind == EFASIM_UVERBS ? efasim_uverbs_write_locked(f, fd, buf, count)
 						     : -EINVAL;
 			efasim_unlock();
+			dp_engine_settle();
 			if (r < 0) {
 				errno = (int)-r;
 				return -1;
@@ -687,6 +689,65 @@ EFASIM_API int ioctl(int fd, unsigned long req, ...)
 	CALL_NEXT(ioctl, fd, req, arg);
 }
 
+/* ------------------------------------------------------ mmap */
+
+NEXT(mmap, void *(*)(void *, size_t, int, int, int, off_t))
+NEXT(mmap64, void *(*)(void *, size_t, int, int, int, off_t))
+
+/* mmap of an emulated uverbs file maps its device memory: the offset must
+ * be the key of a ring or doorbell and the length its size (EINVAL
+ * otherwise, as rdma_user_mmap_entry_get answers), shared. */
+static int emu_mmap_check(size_t len, int flags, int fd, off_t off)
+{
+	struct efasim_file *f;
+	int rc = 0;
+
+	if (fd < 0 || (flags & MAP_ANONYMOUS) || !efasim_maybe_tracked(fd))
+		return 0;
+	efasim_lock();
+	f = efasim_fd_get_locked(fd);
+	if (f && f->kind == EFASIM_UVERBS) {
+		if (!(flags & MAP_SHARED) || off < 0)
+			rc = -EINVAL;
+		else
+			rc = dp_mmap_check(&f->uv, (uint64_t)off, len);
+		efasim_trace("mmap uverbs%d offset %#llx length %#zx -> %s", f->uv.dev->index,
+			     (unsigned long long)off, len, rc ? efasim_errname(-rc) : "ok");
+	}
+	efasim_unlock();
+	return rc;
+}
+
+EFASIM_API void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	int rc = emu_mmap_check(len, flags, fd, off);
+
+	if (rc) {
+		errno = -rc;
+		return MAP_FAILED;
+	}
+	if (!next_mmap()) {
+		errno = ENOSYS;
+		return MAP_FAILED;
+	}
+	return next_mmap()(addr, len, prot, flags, fd, off);
+}
+
+EFASIM_API void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	int rc = emu_mmap_check(len, flags, fd, off);
+
+	if (rc) {
+		errno = -rc;
+		return MAP_FAILED;
+	}
+	if (!next_mmap64()) {
+		errno = ENOSYS;
+		return MAP_FAILED;
+	}
+	return next_mmap64()(addr, len, prot, flags, fd, off);
+}
+
 /* ------------------------------------------------------ descriptors */
 
 NEXT(close, int (*)(int))
@@ -714,6 +775,7 @@ EFASIM_API int close(int fd)
 	efasim_fd_remove_locked(fd);
 	r = next_close()(fd);
 	efasim_unlock();
+	dp_engine_settle();
 	return r;
 }
 

@@ -15,16 +15,19 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 static pthread_once_t trace_once = PTHREAD_ONCE_INIT;
 static bool trace_enabled;
+static int trace_lvl;
 
 static void trace_init(void)
 {
 	const char *v = getenv("EFASIM_TRACE");
 
 	trace_enabled = v && *v && strcmp(v, "0") != 0;
+	trace_lvl = trace_enabled ? (v[0] >= '2' && v[0] <= '9' && !v[1] ? v[0] - '0' : 1) : 0;
 }
 
 bool efasim_trace_on(void)
@@ -33,12 +36,26 @@ bool efasim_trace_on(void)
 	return trace_enabled;
 }
 
+int efasim_trace_level(void)
+{
+	pthread_once(&trace_once, trace_init);
+	return trace_lvl;
+}
+
 static void vsay(const char *fmt, va_list ap)
 {
 	char line[512];
 	int n, m;
 
-	n = snprintf(line, sizeof(line), "efasim[%d]: ", (int)getpid());
+	if (trace_lvl >= 2) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		n = snprintf(line, sizeof(line), "efasim[%d] %ld.%06ld: ", (int)getpid(),
+			     (long)ts.tv_sec, ts.tv_nsec / 1000);
+	} else {
+		n = snprintf(line, sizeof(line), "efasim[%d]: ", (int)getpid());
+	}
 	m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
 	if (m < 0)
 		return;

@@ -10,7 +10,7 @@
  * driver does not implement. Header checks and their errno (EINVAL, ENOSPC,
  * EFAULT) follow ib_uverbs_write and verify_hdr.
  */
-#include "internal.h"
+#include "datapath.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -95,7 +95,10 @@ void efasim_uverbs_stat(const struct efasim_dev *dev, struct stat *st)
 
 static void obj_release(struct efasim_uverbs *uv, struct efasim_obj *o)
 {
+	dp_obj_release(uv, o);
 	if (o->type == EFASIM_OBJ_MR) {
+		if (o->map)
+			munmap(o->map, o->map_len);
 		if (o->pd < uv->nobjs && uv->objs[o->pd].usecnt)
 			uv->objs[o->pd].usecnt--;
 		pinned_pages -= o->pinned;
@@ -109,7 +112,9 @@ void efasim_uverbs_release(struct efasim_uverbs *uv)
 {
 	uint32_t i;
 
-	/* The kernel destroys what a closed file still holds: MRs first. */
+	/* The kernel destroys what a closed file still holds: QPs, AHs, CQs,
+	 * then MRs. */
+	dp_file_release(uv);
 	for (i = 0; i < uv->nobjs; i++)
 		if (uv->objs[i].type == EFASIM_OBJ_MR)
 			obj_release(uv, &uv->objs[i]);
@@ -195,21 +200,11 @@ int efasim_mr_access(const struct efasim_dev *dev, uint32_t flags)
 
 /* ---------------------------------------------------------------- write */
 
-/* One write() call, split as ib_uverbs_write splits it. */
-struct wcall {
-	struct efasim_uverbs *uv;
-	struct efasim_dev *dev;
-	uint64_t in, out;   /* core request and response (user addresses) */
-	size_t inlen, outlen;
-	uint64_t uin, uout; /* driver udata */
-	size_t uinlen, uoutlen;
-};
-
 struct wmethod {
 	const char *name;
 	uint16_t req_size, resp_size;
 	bool is_ex, has_resp, has_udata;
-	int (*handler)(struct wcall *c);
+	int (*handler)(struct efasim_wcall *c);
 };
 
 static size_t min_sz(size_t a, size_t b)
@@ -219,7 +214,7 @@ static size_t min_sz(size_t a, size_t b)
 
 /* uverbs_request: the user's struct may be shorter (zero-extended) or
  * longer (the excess must be zero). */
-static int w_request(struct wcall *c, void *req, size_t len)
+int efasim_w_request(struct efasim_wcall *c, void *req, size_t len)
 {
 	int rc = efasim_copy_in(req, c->in, min_sz(c->inlen, len));
 
@@ -236,7 +231,7 @@ static int w_request(struct wcall *c, void *req, size_t len)
 }
 
 /* uverbs_response: copy what fits, zero the rest the user provided. */
-static int w_response(struct wcall *c, const void *resp, size_t len)
+int efasim_w_response(struct efasim_wcall *c, const void *resp, size_t len)
 {
 	int rc = efasim_copy_out(c->out, resp, min_sz(c->outlen, len));
 
@@ -247,13 +242,13 @@ static int w_response(struct wcall *c, const void *resp, size_t len)
 	return 0;
 }
 
-static int udata_out(struct wcall *c, const void *resp, size_t len)
+int efasim_udata_out(struct efasim_wcall *c, const void *resp, size_t len)
 {
 	return efasim_copy_out(c->uout, resp, min_sz(len, c->uoutlen));
 }
 
 /* The efa driver refuses udata input it does not know (non-zero bytes). */
-static int udata_in_cleared(struct wcall *c)
+int efasim_udata_in_cleared(struct efasim_wcall *c)
 {
 	int rc;
 
@@ -263,7 +258,7 @@ static int udata_in_cleared(struct wcall *c)
 	return rc == 1 ? 0 : rc < 0 ? rc : -EINVAL;
 }
 
-static int cmd_get_context(struct wcall *c)
+static int cmd_get_context(struct efasim_wcall *c)
 {
 	struct efa_ibv_alloc_ucontext_resp uresp = { 0 };
 	struct efa_ibv_alloc_ucontext_cmd ucmd = { 0 };
@@ -271,7 +266,7 @@ static int cmd_get_context(struct wcall *c)
 	struct ib_uverbs_get_context cmd;
 	int rc, efd;
 
-	rc = w_request(c, &cmd, sizeof(cmd));
+	rc = efasim_w_request(c, &cmd, sizeof(cmd));
 	if (rc)
 		return rc;
 	if (c->uv->has_ctx)
@@ -295,9 +290,9 @@ static int cmd_get_context(struct wcall *c)
 	uresp.max_llq_size = c->dev->max_llq_size;
 	uresp.max_tx_batch = (uint16_t)c->dev->max_tx_batch;
 	uresp.min_sq_wr = (uint16_t)c->dev->min_sq_wr;
-	rc = w_response(c, &resp, sizeof(resp));
+	rc = efasim_w_response(c, &resp, sizeof(resp));
 	if (!rc)
-		rc = udata_out(c, &uresp, sizeof(uresp));
+		rc = efasim_udata_out(c, &uresp, sizeof(uresp));
 	if (rc) {
 		efasim_sys_close(efd);
 		return rc;
@@ -336,7 +331,7 @@ static void fill_device(const struct efasim_dev *d, struct ib_uverbs_query_devic
 	r->phys_port_cnt = 1;
 }
 
-static int cmd_query_device(struct wcall *c)
+static int cmd_query_device(struct efasim_wcall *c)
 {
 	struct ib_uverbs_query_device_resp resp;
 	struct ib_uverbs_query_device cmd;
@@ -344,14 +339,14 @@ static int cmd_query_device(struct wcall *c)
 
 	if (!c->uv->has_ctx)
 		return -EINVAL;
-	rc = w_request(c, &cmd, sizeof(cmd));
+	rc = efasim_w_request(c, &cmd, sizeof(cmd));
 	if (rc)
 		return rc;
 	fill_device(c->dev, &resp);
-	return w_response(c, &resp, sizeof(resp));
+	return efasim_w_response(c, &resp, sizeof(resp));
 }
 
-static int cmd_ex_query_device(struct wcall *c)
+static int cmd_ex_query_device(struct efasim_wcall *c)
 {
 	struct efa_ibv_ex_query_device_resp uresp = { 0 };
 	struct ib_uverbs_ex_query_device_resp resp;
@@ -360,12 +355,12 @@ static int cmd_ex_query_device(struct wcall *c)
 
 	if (!c->uv->has_ctx)
 		return -EINVAL;
-	rc = w_request(c, &cmd, sizeof(cmd));
+	rc = efasim_w_request(c, &cmd, sizeof(cmd));
 	if (rc)
 		return rc;
 	if (cmd.comp_mask || cmd.reserved)
 		return -EINVAL;
-	rc = udata_in_cleared(c);
+	rc = efasim_udata_in_cleared(c);
 	if (rc)
 		return rc;
 	if (c->uoutlen) {
@@ -375,14 +370,14 @@ static int cmd_ex_query_device(struct wcall *c)
 		uresp.max_rq_sge = (uint16_t)c->dev->max_rq_sge;
 		uresp.max_rdma_size = c->dev->max_rdma_size;
 		uresp.device_caps = c->dev->device_caps;
-		rc = udata_out(c, &uresp, sizeof(uresp));
+		rc = efasim_udata_out(c, &uresp, sizeof(uresp));
 		if (rc)
 			return rc;
 	}
 	memset(&resp, 0, sizeof(resp));
 	fill_device(c->dev, &resp.base);
 	resp.response_length = (uint32_t)min_sz(c->outlen, sizeof(resp));
-	return w_response(c, &resp, sizeof(resp));
+	return efasim_w_response(c, &resp, sizeof(resp));
 }
 
 static uint8_t mtu_enum(uint32_t mtu)
@@ -398,7 +393,7 @@ static uint8_t mtu_enum(uint32_t mtu)
 	return 1;
 }
 
-static int cmd_query_port(struct wcall *c)
+static int cmd_query_port(struct efasim_wcall *c)
 {
 	struct ib_uverbs_query_port_resp resp = { 0 };
 	struct ib_uverbs_query_port cmd;
@@ -406,7 +401,7 @@ static int cmd_query_port(struct wcall *c)
 
 	if (!c->uv->has_ctx)
 		return -EINVAL;
-	rc = w_request(c, &cmd, sizeof(cmd));
+	rc = efasim_w_request(c, &cmd, sizeof(cmd));
 	if (rc)
 		return rc;
 	if (cmd.port_num != 1)
@@ -423,10 +418,10 @@ static int cmd_query_port(struct wcall *c)
 	resp.active_width = 2;  /* 4X */
 	resp.active_speed = 32; /* EDR */
 	resp.link_layer = 0;    /* unspecified */
-	return w_response(c, &resp, sizeof(resp));
+	return efasim_w_response(c, &resp, sizeof(resp));
 }
 
-static int cmd_alloc_pd(struct wcall *c)
+static int cmd_alloc_pd(struct efasim_wcall *c)
 {
 	struct efa_ibv_alloc_pd_resp uresp = { 0 };
 	struct ib_uverbs_alloc_pd_resp resp = { 0 };
@@ -436,30 +431,30 @@ static int cmd_alloc_pd(struct wcall *c)
 
 	if (!c->uv->has_ctx)
 		return -EINVAL;
-	rc = w_request(c, &cmd, sizeof(cmd));
+	rc = efasim_w_request(c, &cmd, sizeof(cmd));
 	if (!rc)
-		rc = udata_in_cleared(c);
+		rc = efasim_udata_in_cleared(c);
 	if (!rc)
 		rc = efasim_obj_alloc(c->uv, EFASIM_OBJ_PD, &h);
 	if (rc)
 		return rc;
 	uresp.pdn = (uint16_t)(c->dev->next_pdn++ % (c->dev->max_pd ? c->dev->max_pd : 1));
 	resp.pd_handle = h;
-	rc = c->uoutlen ? udata_out(c, &uresp, sizeof(uresp)) : 0;
+	rc = c->uoutlen ? efasim_udata_out(c, &uresp, sizeof(uresp)) : 0;
 	if (!rc)
-		rc = w_response(c, &resp, sizeof(resp));
+		rc = efasim_w_response(c, &resp, sizeof(resp));
 	if (rc)
 		efasim_obj_free(c->uv, h);
 	return rc;
 }
 
-static int cmd_dealloc_pd(struct wcall *c)
+static int cmd_dealloc_pd(struct efasim_wcall *c)
 {
 	struct ib_uverbs_dealloc_pd cmd;
 	struct efasim_obj *pd;
 	int rc, err;
 
-	rc = w_request(c, &cmd, sizeof(cmd));
+	rc = efasim_w_request(c, &cmd, sizeof(cmd));
 	if (rc)
 		return rc;
 	pd = efasim_obj_lookup(c->uv, cmd.pd_handle, EFASIM_OBJ_PD, &err);
@@ -492,7 +487,7 @@ static int umem_check(uint64_t start, uint64_t len, uint64_t *pages)
 	return efasim_user_mapped(start, len);
 }
 
-static int cmd_reg_mr(struct wcall *c)
+static int cmd_reg_mr(struct efasim_wcall *c)
 {
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), pages;
 	struct ib_uverbs_reg_mr_resp resp = { 0 };
@@ -501,7 +496,7 @@ static int cmd_reg_mr(struct wcall *c)
 	uint32_t h;
 	int rc, err;
 
-	rc = w_request(c, &cmd, sizeof(cmd));
+	rc = efasim_w_request(c, &cmd, sizeof(cmd));
 	if (rc)
 		return rc;
 	if ((cmd.start & (page - 1)) != (cmd.hca_va & (page - 1)))
@@ -514,7 +509,7 @@ static int cmd_reg_mr(struct wcall *c)
 	pd = efasim_obj_lookup(c->uv, cmd.pd_handle, EFASIM_OBJ_PD, &err);
 	if (!pd)
 		return -EINVAL; /* uobj_get_obj_read gives no reason */
-	rc = udata_in_cleared(c);
+	rc = efasim_udata_in_cleared(c);
 	if (!rc)
 		rc = umem_check(cmd.start, cmd.length, &pages);
 	if (!rc)
@@ -526,21 +521,25 @@ static int cmd_reg_mr(struct wcall *c)
 	c->uv->objs[h].pd = cmd.pd_handle;
 	c->uv->objs[h].key = c->dev->next_key++;
 	c->uv->objs[h].pinned = pages;
+	c->uv->objs[h].access = cmd.access_flags;
+	c->uv->objs[h].iova = cmd.hca_va;
+	c->uv->objs[h].length = cmd.length;
+	c->uv->objs[h].start = cmd.start;
 	pinned_pages += pages;
 	resp.mr_handle = h;
 	resp.lkey = resp.rkey = c->uv->objs[h].key;
-	rc = w_response(c, &resp, sizeof(resp));
+	rc = efasim_w_response(c, &resp, sizeof(resp));
 	if (rc)
 		efasim_obj_free(c->uv, h);
 	return rc;
 }
 
-static int cmd_dereg_mr(struct wcall *c)
+static int cmd_dereg_mr(struct efasim_wcall *c)
 {
 	struct ib_uverbs_dereg_mr cmd;
 	int rc, err;
 
-	rc = w_request(c, &cmd, sizeof(cmd));
+	rc = efasim_w_request(c, &cmd, sizeof(cmd));
 	if (rc)
 		return rc;
 	if (!efasim_obj_lookup(c->uv, cmd.mr_handle, EFASIM_OBJ_MR, &err))
@@ -567,6 +566,28 @@ static const struct wmethod write_methods[] = {
 		sizeof(struct ib_uverbs_reg_mr_resp), true, true, cmd_reg_mr),
 	[IB_USER_VERBS_CMD_DEREG_MR] = CMD("DEREG_MR", struct ib_uverbs_dereg_mr,
 		0, false, false, cmd_dereg_mr),
+	[IB_USER_VERBS_CMD_CREATE_CQ] = CMD("CREATE_CQ", struct ib_uverbs_create_cq,
+		sizeof(struct ib_uverbs_create_cq_resp), true, true, dp_cmd_create_cq),
+	[IB_USER_VERBS_CMD_DESTROY_CQ] = CMD("DESTROY_CQ", struct ib_uverbs_destroy_cq,
+		sizeof(struct ib_uverbs_destroy_cq_resp), true, false, dp_cmd_destroy_cq),
+	[IB_USER_VERBS_CMD_CREATE_QP] = CMD("CREATE_QP", struct ib_uverbs_create_qp,
+		sizeof(struct ib_uverbs_create_qp_resp), true, true, dp_cmd_create_qp),
+	[IB_USER_VERBS_CMD_MODIFY_QP] = CMD("MODIFY_QP", struct ib_uverbs_modify_qp,
+		0, false, false, dp_cmd_modify_qp),
+	[IB_USER_VERBS_CMD_QUERY_QP] = CMD("QUERY_QP", struct ib_uverbs_query_qp,
+		sizeof(struct ib_uverbs_query_qp_resp), true, false, dp_cmd_query_qp),
+	[IB_USER_VERBS_CMD_DESTROY_QP] = CMD("DESTROY_QP", struct ib_uverbs_destroy_qp,
+		sizeof(struct ib_uverbs_destroy_qp_resp), true, false, dp_cmd_destroy_qp),
+	[IB_USER_VERBS_CMD_CREATE_AH] = CMD("CREATE_AH", struct ib_uverbs_create_ah,
+		sizeof(struct ib_uverbs_create_ah_resp), true, true, dp_cmd_create_ah),
+	[IB_USER_VERBS_CMD_DESTROY_AH] = CMD("DESTROY_AH", struct ib_uverbs_destroy_ah,
+		0, false, false, dp_cmd_destroy_ah),
+};
+
+static const struct wmethod ex_create_cq = {
+	"EX_CREATE_CQ", offsetof(struct ib_uverbs_ex_create_cq, flags) + sizeof(uint32_t),
+	offsetof(struct ib_uverbs_ex_create_cq_resp, response_length) + sizeof(uint32_t),
+	true, true, true, dp_cmd_ex_create_cq,
 };
 
 /* The extended QUERY_DEVICE rejects buffers without response_length. */
@@ -593,6 +614,8 @@ static const struct wmethod *lookup_method(uint32_t command, int *err)
 	if (command & IB_USER_VERBS_CMD_FLAG_EXTENDED) {
 		if (idx == IB_USER_VERBS_EX_CMD_QUERY_DEVICE)
 			return &ex_query_device;
+		if (idx == IB_USER_VERBS_EX_CMD_CREATE_CQ)
+			return &ex_create_cq;
 		if (idx >= NUM_WRITE) {
 			*err = -EOPNOTSUPP;
 			return NULL;
@@ -638,7 +661,7 @@ static int verify_hdr(const struct ib_uverbs_cmd_hdr *h, const struct ib_uverbs_
 	return 0;
 }
 
-static int split_legacy(struct wcall *c, const struct wmethod *m,
+static int split_legacy(struct efasim_wcall *c, const struct wmethod *m,
 			const struct ib_uverbs_cmd_hdr *h, uint64_t buf)
 {
 	size_t in_len = (size_t)h->in_words * 4 - sizeof(*h), out_len = (size_t)h->out_words * 4;
@@ -668,7 +691,7 @@ static int split_legacy(struct wcall *c, const struct wmethod *m,
 	return 0;
 }
 
-static void split_ex(struct wcall *c, const struct ib_uverbs_cmd_hdr *h,
+static void split_ex(struct efasim_wcall *c, const struct ib_uverbs_cmd_hdr *h,
 		     const struct ib_uverbs_ex_cmd_hdr *ex, uint64_t buf)
 {
 	buf += sizeof(*h) + sizeof(*ex);
@@ -682,12 +705,12 @@ static void split_ex(struct wcall *c, const struct ib_uverbs_cmd_hdr *h,
 	c->uoutlen = (size_t)ex->provider_out_words * 8;
 }
 
-static ssize_t do_write(struct efasim_file *f, uint64_t buf, size_t count, const char **name,
-			uint32_t *command)
+static ssize_t do_write(struct efasim_file *f, int fd, uint64_t buf, size_t count,
+			const char **name, uint32_t *command)
 {
 	struct ib_uverbs_ex_cmd_hdr ex = { 0 };
 	struct ib_uverbs_cmd_hdr h;
-	struct wcall c = { .uv = &f->uv, .dev = f->uv.dev };
+	struct efasim_wcall c = { .uv = &f->uv, .dev = f->uv.dev, .fd = fd };
 	const struct wmethod *m;
 	int rc = 0;
 
@@ -721,11 +744,14 @@ static ssize_t do_write(struct efasim_file *f, uint64_t buf, size_t count, const
 	return rc ? rc : (ssize_t)count;
 }
 
-ssize_t efasim_uverbs_write_locked(struct efasim_file *f, const void *buf, size_t count)
+ssize_t efasim_uverbs_write_locked(struct efasim_file *f, int fd, const void *buf, size_t count)
 {
 	const char *name = "malformed";
 	uint32_t command = 0;
-	ssize_t r = do_write(f, (uintptr_t)buf, count, &name, &command);
+	ssize_t r;
+
+	f->uv.self = f;
+	r = do_write(f, fd, (uintptr_t)buf, count, &name, &command);
 
 	efasim_trace("uverbs%d write %s (command %#x, %zu bytes) -> %s", f->uv.dev->index, name,
 		     command, count, r < 0 ? efasim_errname((int)-r) : "ok");

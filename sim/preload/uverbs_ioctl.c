@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -216,6 +217,21 @@ static int exporter_attach(struct dm_call *c, const struct efasim_dmabuf *db)
 	return 0;
 }
 
+/* The device reaches the buffer's pages through a mapping of its own, as
+ * the kernel keeps the attachment: the application may close the fd. */
+static void map_dmabuf(struct efasim_obj *mr, int fd, uint64_t offset, uint64_t length)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), start = offset & ~(page - 1);
+	size_t len = (size_t)((offset + length + page - 1) / page * page - start);
+	long p = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)start);
+
+	if (p == -1) /* an exporter without mmap: the data path reports a bad lkey */
+		return;
+	mr->map = (void *)p;
+	mr->map_len = len;
+	mr->map_skew = (size_t)(offset - start);
+}
+
 static int set_output(struct dm_call *c, uint64_t ptr, unsigned int idx, uint32_t val,
 		      const struct ib_uverbs_attr *attrs)
 {
@@ -252,6 +268,11 @@ static int dm_handler(struct dm_call *c, const struct ib_uverbs_attr *attrs)
 	mr->type = EFASIM_OBJ_MR;
 	mr->pd = (uint32_t)c->pd;
 	mr->key = c->f->uv.dev->next_key++;
+	mr->access = access;
+	mr->on_dmabuf = 1;
+	mr->iova = c->iova;
+	mr->length = c->length;
+	map_dmabuf(mr, c->fd, c->offset, c->length);
 	c->f->uv.objs[c->pd].usecnt++;
 	if (db) {
 		mr->dmabuf = db;

@@ -1,0 +1,149 @@
+# SPDX-License-Identifier: MIT
+"""libfabric's own fi_pingpong (Debian's libfabric-bin) over emulated EFA.
+
+Usage: pingpong.py EFAP2P rdm|dgram one|two [LIBEFAP2P]
+
+one: server and client in one emulated host (one `efap2p sim`), the
+     same-host shortcut through libfabric's shm provider turned off
+     (FI_EFA_ENABLE_SHM_TRANSFER=0) so that the bytes cross the emulated
+     device;
+two: server and client on two emulated hosts sharing a fabric directory
+     (two `efap2p sim --fabric DIR`), each with GIDs of its own.
+With LIBEFAP2P, the library is preloaded into both programs.
+
+Both programs must exit 0 with data checks on (-c) and print their size
+table; every wait is bounded, so a hang fails the test.
+"""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+TIMEOUT = 60
+ITERATIONS = "5"
+# the sizes fi_pingpong runs by default ("all"): rdm goes up to 1 MiB
+# (libfabric's long-message protocols), dgram up to the MTU
+LAST_SIZE = {"rdm": "1m", "dgram": "4k"}
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def listening(port):
+    """True when some socket listens on the TCP port (from /proc/net/tcp)."""
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(name) as f:
+                next(f)
+                for line in f:
+                    fields = line.split()
+                    if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                        return True
+        except OSError:
+            pass
+    return False
+
+
+def wait_listening(port, server):
+    end = time.monotonic() + TIMEOUT
+    while time.monotonic() < end:
+        if listening(port):
+            return True
+        if server.poll() is not None:
+            return False
+        time.sleep(0.02)
+    return False
+
+
+def run_pair(server_cmd, client_cmd, port, env):
+    server = subprocess.Popen(server_cmd, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+    try:
+        if not wait_listening(port, server):
+            server.kill()
+            out = server.communicate()[0]
+            sys.exit(f"the server never listened on port {port}:\n{out}")
+        try:
+            client = subprocess.run(client_cmd, env=env, capture_output=True, text=True,
+                                    timeout=TIMEOUT)
+        except subprocess.TimeoutExpired as e:
+            sys.exit(f"the client did not finish within {TIMEOUT} s:\n{e.stdout}\n{e.stderr}")
+        try:
+            sout = server.communicate(timeout=TIMEOUT)[0]
+        except subprocess.TimeoutExpired:
+            server.kill()
+            sout = server.communicate()[0]
+            sys.exit(f"the server did not finish within {TIMEOUT} s:\n{sout}")
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    return server.returncode, sout, client.returncode, client.stdout + client.stderr
+
+
+def main():
+    if len(sys.argv) not in (4, 5) or sys.argv[2] not in LAST_SIZE or sys.argv[3] not in ("one", "two"):
+        sys.exit(__doc__)
+    efap2p, ep, hosts = sys.argv[1:4]
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    if len(sys.argv) == 5:
+        env["LD_PRELOAD"] = sys.argv[4]
+    fi = shutil.which("fi_pingpong")
+    if not fi:
+        sys.exit("fi_pingpong not found: 'make deps' installs libfabric-bin")
+    port = free_port()
+    args = [fi, "-p", "efa", "-e", ep, "-I", ITERATIONS, "-c"]
+    server = args + ["-B", str(port)]
+    client = args + ["-P", str(port), "127.0.0.1"]
+    fabric = None
+    if hosts == "one":
+        env["FI_EFA_ENABLE_SHM_TRANSFER"] = "0"
+        # one emulated host: both programs under one `efap2p sim`, started
+        # by this script again inside it
+        inner = [sys.executable, os.path.abspath(__file__), "--inner", ep, str(port)]
+        rc = subprocess.run([efap2p, "sim", "--"] + inner, env=env, timeout=3 * TIMEOUT).returncode
+        sys.exit(rc)
+    fabric = tempfile.mkdtemp(prefix="efap2p-fabric-")
+    try:
+        sim = [efap2p, "sim", "--fabric", fabric, "--"]
+        result = run_pair(sim + server, sim + client, port, env)
+    finally:
+        shutil.rmtree(fabric, ignore_errors=True)
+    check(ep, *result)
+
+
+def check(ep, src, sout, crc, cout):
+    print("server:\n" + sout + "client:\n" + cout)
+    ok = True
+    for who, rc, out in (("server", src, sout), ("client", crc, cout)):
+        rows = [l.split()[0] for l in out.splitlines() if l and l[0].isdigit()]
+        if rc != 0:
+            print(f"FAIL: the {who} exited with {rc}")
+            ok = False
+        elif not rows or rows[-1] != LAST_SIZE[ep]:
+            print(f"FAIL: the {who} did not report every size up to {LAST_SIZE[ep]}: {rows}")
+            ok = False
+    sys.exit(0 if ok else 1)
+
+
+def inner():
+    ep, port = sys.argv[2], int(sys.argv[3])
+    fi = shutil.which("fi_pingpong")
+    args = [fi, "-p", "efa", "-e", ep, "-I", ITERATIONS, "-c"]
+    check(ep, *run_pair(args + ["-B", str(port)], args + ["-P", str(port), "127.0.0.1"], port,
+                        dict(os.environ)))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--inner":
+        inner()
+    else:
+        main()

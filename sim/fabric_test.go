@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: MIT
+
+package sim
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestHostGID(t *testing.T) {
+	for _, tc := range []struct {
+		gid  string
+		host uint16
+		want string
+		bad  bool
+	}{
+		{"fe80:0000:0000:0000:0000:0000:4f00:0001", 0, "fe80:0000:0000:0000:0000:0000:4f00:0001", false},
+		{"fe80:0000:0000:0000:0000:0000:4f00:0001", 1, "fe80:0000:0000:0000:0001:0000:4f00:0001", false},
+		{"fe80:0000:0000:0000:0000:0000:4f00:0001", 0xbeef, "fe80:0000:0000:0000:beef:0000:4f00:0001", false},
+		{"fe80:0000:0000:0000:1234:0000:4f00:0001", 2, "fe80:0000:0000:0000:0002:0000:4f00:0001", false},
+		{"fe80::1", 1, "", true},
+		{"fe80:0000:0000:0000:0000:0000:4f00:00zz", 1, "", true},
+		{"fe80:0000:0000:0000:0000:0000:4f00:001", 0, "", true},
+	} {
+		got, err := HostGID(tc.gid, tc.host)
+		if tc.bad {
+			if err == nil {
+				t.Errorf("HostGID(%q, %d) = %q, want an error", tc.gid, tc.host, got)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("HostGID(%q, %d) = %q, %v; want %q", tc.gid, tc.host, got, err, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		guid string
+		host uint16
+		want string
+	}{
+		{"0000:0000:4f00:0001", 0, "0000:0000:4f00:0001"},
+		{"0000:0000:4f00:0001", 3, "0003:0000:4f00:0001"},
+		{"garbage", 3, "garbage"},
+	} {
+		if got := HostGUID(tc.guid, tc.host); got != tc.want {
+			t.Errorf("HostGUID(%q, %d) = %q, want %q", tc.guid, tc.host, got, tc.want)
+		}
+	}
+}
+
+// A host's tree and efasim.conf carry its fabric and its own GIDs.
+func TestWriteFabricHost(t *testing.T) {
+	m, err := Builtin("p5.48xlarge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := m.Write(dir, WriteOptions{Fabric: "/shared/fabric", Host: 7}); err != nil {
+		t.Fatal(err)
+	}
+	gid, err := os.ReadFile(filepath.Join(dir, "class/infiniband/rdmap79s0/ports/1/gids/0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 4f:00.0 on domain 0: the model's default GID, host 7 in group five
+	if want := "fe80:0000:0000:0000:0007:0000:4f00:0001\n"; string(gid) != want {
+		t.Errorf("sysfs GID %q, want %q", gid, want)
+	}
+	conf, err := os.ReadFile(filepath.Join(dir, EmulatorConfigName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"\nfabric /shared/fabric\n", " gid=fe80:0000:0000:0000:0007:0000:4f00:0001 ",
+		" node_guid=0007:0000:0000:4f00 "} {
+		if !strings.Contains(string(conf), want) {
+			t.Errorf("efasim.conf lacks %q", want)
+		}
+	}
+	// alone (no fabric): the model's addresses, no fabric line
+	dir = t.TempDir()
+	if err := m.Write(dir, WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	conf, _ = os.ReadFile(filepath.Join(dir, EmulatorConfigName))
+	if strings.Contains(string(conf), "\nfabric ") || !strings.Contains(string(conf), " gid=fe80:0000:0000:0000:0000:0000:4f00:0001 ") {
+		t.Errorf("a lone host's efasim.conf:\n%s", conf)
+	}
+}
+
+func TestJoinFabric(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "fabric")
+	a, err := JoinFabric(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := JoinFabric(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.ID != 1 || b.ID != 2 {
+		t.Errorf("host numbers %d and %d, want 1 and 2", a.ID, b.ID)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := JoinFabric(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ID != 1 {
+		t.Errorf("after host 1 left, the next host is %d, want 1", c.ID)
+	}
+	b.Close()
+	c.Close()
+	if _, err := JoinFabric(filepath.Join(dir, "host-1.lock", "x")); err == nil {
+		t.Error("a fabric under a file: want an error")
+	}
+}
+
+// TestHelperLock is not a test: run as a child, it holds a POSIX lock on
+// byte $LOCK_OFF of $LOCK_FILE until killed.
+func TestHelperLock(t *testing.T) {
+	path := os.Getenv("EFAP2P_HELPER_LOCK_FILE")
+	if path == "" {
+		t.Skip("helper process")
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		os.Exit(2)
+	}
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Start: lockBase + 5, Len: 1}
+	if err := unix.FcntlFlock(f.Fd(), unix.F_SETLK, &lk); err != nil {
+		os.Exit(3)
+	}
+	os.Stdout.WriteString("locked\n")
+	time.Sleep(time.Minute)
+	os.Exit(0)
+}
+
+// CleanFabric removes the files of QPs and engines whose owners are gone
+// and keeps those of live ones and the device files.
+func TestCleanFabric(t *testing.T) {
+	dir := t.TempDir()
+	gid := "fe8000000000000000010000c9000001"
+	for _, n := range []string{"dev-" + gid, "qp-" + gid + "-5", "qp-" + gid + "-6", "eng-0123456789abcdef", "host-1.lock", "qp-" + gid + "-7.123.tmp"} {
+		if err := os.WriteFile(filepath.Join(dir, n), make([]byte, 8192), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// another process holds QPN 5 of the device
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperLock$")
+	cmd.Env = append(os.Environ(), "EFAP2P_HELPER_LOCK_FILE="+filepath.Join(dir, "dev-"+gid))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	buf := make([]byte, 7)
+	if _, err := out.Read(buf); err != nil || string(buf) != "locked\n" {
+		t.Fatalf("helper: %q %v", buf, err)
+	}
+	if err := CleanFabric(dir); err != nil {
+		t.Fatal(err)
+	}
+	for n, want := range map[string]bool{
+		"dev-" + gid:               true,  // device files stay
+		"qp-" + gid + "-5":         true,  // held by the helper
+		"qp-" + gid + "-6":         false, // nobody holds QPN 6
+		"eng-0123456789abcdef":     false, // nobody holds the engine's lock
+		"host-1.lock":              true,
+		"qp-" + gid + "-7.123.tmp": true, // being created
+	} {
+		_, err := os.Stat(filepath.Join(dir, n))
+		if got := err == nil; got != want {
+			t.Errorf("%s: present %v, want %v", n, got, want)
+		}
+	}
+	if err := CleanFabric(filepath.Join(dir, "missing")); err != nil {
+		t.Errorf("a missing fabric: %v", err)
+	}
+}
+
+// FuzzHostGID: any input is an error or a GID of eight four-digit groups
+// whose fifth is the host number and whose others are the input's.
+func FuzzHostGID(f *testing.F) {
+	f.Add("fe80:0000:0000:0000:0000:0000:4f00:0001", uint16(1))
+	f.Add("fe80::1", uint16(0))
+	f.Add("", uint16(65535))
+	f.Fuzz(func(t *testing.T, gid string, host uint16) {
+		got, err := HostGID(gid, host)
+		if err != nil {
+			return
+		}
+		in, out := strings.Split(gid, ":"), strings.Split(got, ":")
+		if len(out) != 8 {
+			t.Fatalf("HostGID(%q, %d) = %q", gid, host, got)
+		}
+		for i := range out {
+			want := in[i]
+			if i == 4 && host != 0 {
+				want = fmt.Sprintf("%04x", host)
+			}
+			if out[i] != want || len(out[i]) != 4 {
+				t.Fatalf("HostGID(%q, %d) = %q: group %d", gid, host, got, i)
+			}
+		}
+	})
+}

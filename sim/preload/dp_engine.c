@@ -1,0 +1,1473 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The emulated EFA device: one thread per process, started when the
+ * process creates its first QP (a process that only opens and queries
+ * devices runs nothing). Each pass, under the global lock, it
+ *   - fetches the WQEs libefa wrote to the SQ (LLQ) ring up to the SQ
+ *     doorbell, checks them as the device would (descriptor bits, op type,
+ *     AH, lkeys, lengths) and transmits them to the destination QP by
+ *     (GID, QPN, Q-key) through the fabric (dp_fabric.c);
+ *   - delivers what arrived in its QPs' inboxes: sends into the buffers of
+ *     the RQ ring (up to the RQ doorbell), RDMA reads and writes into and
+ *     out of registered memory (user memory or a fake dma-buf's pages);
+ *   - writes completions into the CQ ring with the phase protocol libefa
+ *     polls (phase 1 on the first lap, flipped each lap, the flags byte
+ *     written last), holding them back while the CQ is full (the consumer
+ *     index comes from the CQ doorbell).
+ *
+ * SRD is reliable: every send and RDMA write is acknowledged; a receiver
+ * without a posted buffer answers RNR and the sender retries rnr_retry
+ * times (7: forever) before REMOTE_ERROR_RNR. UD is not: a send to nowhere
+ * completes and is lost, and a receiver without buffers drops it.
+ * Errors as the device reports them: an unknown GID is
+ * REMOTE_ERROR_BAD_ADDRESS, a QPN that is not there (or a Q-key or type
+ * mismatch) REMOTE_ERROR_BAD_DEST_QPN, a peer whose process died while an
+ * operation was outstanding LOCAL_ERROR_UNRESP_REMOTE (detected within
+ * ~100 ms), a peer QP destroyed meanwhile REMOTE_ERROR_ABORT.
+ *
+ * User memory is read and written with process_vm_readv/writev on this
+ * process, as DMA would: a buffer unmapped behind the device's back gives
+ * an error completion, never a crash.
+ */
+#include "datapath.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__has_include)
+#if __has_include(<valgrind/memcheck.h>)
+#include <valgrind/memcheck.h>
+#define HAVE_VALGRIND 1
+#endif
+#endif
+
+#define EFA_CAP_RDMA_READ (1u << 0)
+#define EFA_CAP_RDMA_WRITE (1u << 5)
+
+enum { QPS_RESET, QPS_INIT, QPS_RTR, QPS_RTS, QPS_SQD, QPS_SQE, QPS_ERR };
+#define QPT_UD 4
+
+#define BUDGET 64
+#define SCAN_NS 20000000ull      /* timers: every 20 ms */
+#define STALL_NS 100000000ull    /* no reply for 100 ms: is the peer alive? */
+#define GIVEUP_NS 30000000000ull /* alive but silent for 30 s */
+/* RNR retry timer: 1 ms, doubling to 8 ms. rnr_retry 3 (libfabric's
+ * default) gives a receiver 7 ms to post buffers before the error. */
+#define RNR_MIN_NS 1000000ull
+#define RNR_MAX_NS 8000000ull
+
+enum op_kind { OP_SEND, OP_READ, OP_WRITE };
+enum op_stage { OPS_FREE, OPS_TX, OPS_WAIT, OPS_RETRY };
+
+struct dp_sge {
+	uint64_t addr;
+	uint32_t len, mr; /* mr: the MR's handle in the QP's file */
+	uint32_t key;
+};
+
+struct dp_op {
+	uint8_t stage, kind, comp_req, has_imm, nsge, sent_all;
+	uint16_t req_id;
+	uint32_t idx, seq;
+	uint32_t dest_qpn, qkey, imm;
+	uint8_t gid[FAB_GID_LEN];
+	struct dp_peerent *peer;
+	uint64_t peer_nonce;
+	struct dp_sge sge[2];
+	uint8_t inline_data[32];
+	uint32_t inline_len;
+	uint64_t total, done;
+	uint64_t raddr;
+	uint32_t rkey, rnr_tries;
+	uint64_t when, last;
+	struct dp_op *next, *prev;
+};
+
+struct dp_peerent {
+	uint8_t gid[FAB_GID_LEN];
+	uint32_t qpn;
+	struct fab_peer *fp;
+	uint64_t nonce;
+	int alive;
+	uint64_t checked_ns;
+	struct dp_peerent *hnext;
+};
+
+struct dp_resp {
+	uint8_t type;
+	uint16_t status;
+	uint64_t op;
+	struct dp_peerent *pe;
+	uint32_t dst_qpn, mr, key;
+	uint64_t raddr, total, offset;
+	struct dp_resp *next;
+};
+
+static struct dp_qp *qps;
+static struct dp_cq *cqs;
+static int started;
+static pid_t started_pid;
+static pthread_t engine_tid;
+static atomic_int zombie; /* engine_tid ended: to be joined */
+static atomic_int ending; /* the last QP went: the thread is ending */
+static pthread_cond_t ended = PTHREAD_COND_INITIALIZER;
+static atomic_int vm_broken; /* process_vm_* refused (seccomp): copy directly */
+
+uint64_t dp_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ------------------------------------------------------------ memory */
+
+static int user_copy(bool out, uint64_t addr, void *local, size_t len)
+{
+	struct iovec l = { local, len }, r = { (void *)(uintptr_t)addr, len };
+	ssize_t n;
+
+	if (!atomic_load_explicit(&vm_broken, memory_order_relaxed)) {
+		n = out ? process_vm_writev(getpid(), &l, 1, &r, 1, 0)
+			: process_vm_readv(getpid(), &l, 1, &r, 1, 0);
+		if (n == (ssize_t)len) {
+#ifdef HAVE_VALGRIND
+			if (out && RUNNING_ON_VALGRIND)
+				VALGRIND_MAKE_MEM_DEFINED((void *)(uintptr_t)addr, len);
+#endif
+			return 0;
+		}
+		if (n >= 0 || (errno != ENOSYS && errno != EPERM && errno != EACCES))
+			return ST_INVALID_LKEY;
+		atomic_store(&vm_broken, 1);
+	}
+	if (efasim_user_mapped(addr, len))
+		return ST_INVALID_LKEY;
+	if (out)
+		memcpy((void *)(uintptr_t)addr, local, len);
+	else
+		memcpy(local, (const void *)(uintptr_t)addr, len);
+	return 0;
+}
+
+static int mr_range(const struct efasim_obj *mr, uint64_t iova, size_t len, uint64_t *off)
+{
+	if (iova < mr->iova || iova + len < iova || iova + len > mr->iova + mr->length)
+		return ST_INVALID_LKEY;
+	*off = iova - mr->iova;
+	return 0;
+}
+
+int dp_mem_read(const struct efasim_obj *mr, uint64_t iova, void *dst, size_t len)
+{
+	uint64_t off;
+	int rc;
+
+	if (!len)
+		return 0;
+	rc = mr_range(mr, iova, len, &off);
+	if (rc)
+		return rc;
+	if (mr->on_dmabuf) {
+		if (!mr->map)
+			return ST_INVALID_LKEY;
+		memcpy(dst, (uint8_t *)mr->map + mr->map_skew + off, len);
+		return 0;
+	}
+	return user_copy(false, mr->start + off, dst, len);
+}
+
+int dp_mem_write(const struct efasim_obj *mr, uint64_t iova, const void *src, size_t len)
+{
+	uint64_t off;
+	int rc;
+
+	if (!len)
+		return 0;
+	rc = mr_range(mr, iova, len, &off);
+	if (rc)
+		return rc;
+	if (mr->on_dmabuf) {
+		if (!mr->map)
+			return ST_INVALID_LKEY;
+		memcpy((uint8_t *)mr->map + mr->map_skew + off, src, len);
+		return 0;
+	}
+	return user_copy(true, mr->start + off, (void *)src, len);
+}
+
+/* The MR an SGE named at fetch time, if it is still registered. */
+static struct efasim_obj *sge_mr(struct dp_qp *qp, const struct dp_sge *s)
+{
+	struct efasim_obj *o;
+
+	if (s->mr >= qp->uv->nobjs)
+		return NULL;
+	o = &qp->uv->objs[s->mr];
+	return (o->type == EFASIM_OBJ_MR && o->key == s->key) ? o : NULL;
+}
+
+/* ------------------------------------------------------------ lists */
+
+static void ol_push(struct dp_oplist *l, struct dp_op *o)
+{
+	o->next = NULL;
+	o->prev = l->tail;
+	if (l->tail)
+		l->tail->next = o;
+	else
+		l->head = o;
+	l->tail = o;
+	l->n++;
+}
+
+static void ol_del(struct dp_oplist *l, struct dp_op *o)
+{
+	if (o->prev)
+		o->prev->next = o->next;
+	else
+		l->head = o->next;
+	if (o->next)
+		o->next->prev = o->prev;
+	else
+		l->tail = o->prev;
+	o->next = o->prev = NULL;
+	l->n--;
+}
+
+static struct dp_oplist *op_list(struct dp_qp *qp, struct dp_op *o)
+{
+	switch (o->stage) {
+	case OPS_TX:
+		return &qp->txq;
+	case OPS_WAIT:
+		return &qp->wait;
+	case OPS_RETRY:
+		return &qp->retry;
+	}
+	return NULL;
+}
+
+static void op_move(struct dp_qp *qp, struct dp_op *o, uint8_t stage)
+{
+	struct dp_oplist *l = op_list(qp, o);
+
+	if (l)
+		ol_del(l, o);
+	o->stage = stage;
+	l = op_list(qp, o);
+	if (l)
+		ol_push(l, o);
+}
+
+/* ------------------------------------------------------------ CQ */
+
+static void cq_write(struct dp_cq *cq, const struct efa_cqe *e)
+{
+	uint32_t idx = cq->produced & (cq->depth - 1);
+	uint8_t phase = ((cq->produced / cq->depth) & 1) ? 0 : 1;
+	uint8_t *slot = cq->ring + (size_t)idx * cq->entry_size;
+	struct efa_cqe t = *e;
+
+	t.flags = (uint8_t)((t.flags & ~EFA_CQE_PHASE) | phase);
+	memcpy(slot, &t, 3);
+	memcpy(slot + 4, (uint8_t *)&t + 4, cq->entry_size - 4);
+	__atomic_store_n(slot + 3, t.flags, __ATOMIC_RELEASE);
+	cq->produced++;
+	if (efasim_trace_level() >= 2)
+		efasim_trace("CQ %u entry %u: QP %u %s req_id %u status %u length %u", cq->handle, idx,
+			     e->qp_num, (e->flags >> EFA_CQE_QTYPE_SHIFT & 3) == EFA_QTYPE_SEND ? "send" : "recv",
+			     e->req_id, e->status, e->length);
+}
+
+/*
+ * The device writes a completion as soon as it has one, as the hardware
+ * does: a CQ must be sized for the work outstanding on its QPs (verbs
+ * semantics). The CQ doorbell's consumer index cannot be used to hold
+ * completions back: libefa 44 writes it only when a poll loop stops before
+ * the CQ is empty (end_poll with an entry in hand), so it is often stale.
+ */
+static void cq_post(struct dp_cq *cq, const struct efa_cqe *e)
+{
+	if (cq)
+		cq_write(cq, e);
+}
+
+static void complete_tx(struct dp_qp *qp, struct dp_op *op, int status)
+{
+	struct efa_cqe e = { 0 };
+
+	if (op->comp_req || status != ST_OK) {
+		e.req_id = op->req_id;
+		e.status = (uint8_t)status;
+		e.flags = (uint8_t)(EFA_QTYPE_SEND << EFA_CQE_QTYPE_SHIFT |
+				    (op->kind == OP_READ ? EFA_OP_RDMA_READ :
+				     op->kind == OP_WRITE ? EFA_OP_RDMA_WRITE : EFA_OP_SEND) << EFA_CQE_OP_SHIFT);
+		e.qp_num = (uint16_t)qp->qpn;
+		cq_post(qp->scq, &e);
+	}
+	if (status != ST_OK)
+		efasim_trace("QP %u: WQE %u completes with status %d", qp->qpn, op->req_id, status);
+	op_move(qp, op, OPS_FREE);
+	op->peer = NULL;
+	qp->op_free[qp->nfree++] = op->idx;
+}
+
+static void complete_rx(struct dp_qp *qp, uint16_t req_id, int status, uint32_t len,
+			const struct fab_pkt *p, uint8_t op)
+{
+	struct efa_cqe e = { 0 };
+
+	e.req_id = req_id;
+	e.status = (uint8_t)status;
+	e.flags = (uint8_t)(EFA_QTYPE_RECV << EFA_CQE_QTYPE_SHIFT | op << EFA_CQE_OP_SHIFT |
+			    ((p->flags & PKT_F_IMM) ? EFA_CQE_HAS_IMM : 0));
+	e.qp_num = (uint16_t)qp->qpn;
+	e.length = (uint16_t)len;
+	e.ah = dp_ah_number(qp->uv, qp->pd, p->src_gid);
+	e.src_qp_num = (uint16_t)p->src_qpn;
+	e.imm = p->imm;
+	memcpy(e.src_addr, p->src_gid, FAB_GID_LEN);
+	cq_post(qp->rcq, &e);
+}
+
+/* ------------------------------------------------------------ peers */
+
+static unsigned int peer_hash(const uint8_t gid[FAB_GID_LEN], uint32_t qpn)
+{
+	uint32_t h = 2166136261u ^ qpn;
+	int i;
+
+	for (i = 0; i < FAB_GID_LEN; i++)
+		h = (h ^ gid[i]) * 16777619u;
+	return h % DP_PEER_BUCKETS;
+}
+
+/* The remote QP (gid, qpn) as qp sees it, opened if needed: NULL with
+ * *status REM_BAD_ADDRESS (no such device) or REM_BAD_DEST_QPN. */
+static struct dp_peerent *peer_get(struct dp_qp *qp, const uint8_t gid[FAB_GID_LEN], uint32_t qpn,
+				   int *status)
+{
+	unsigned int b = peer_hash(gid, qpn);
+	struct dp_peerent *pe;
+	int rc;
+
+	for (pe = qp->peers[b]; pe; pe = pe->hnext)
+		if (pe->qpn == qpn && !memcmp(pe->gid, gid, FAB_GID_LEN))
+			break;
+	if (pe && pe->fp && fab_peer_alive_fast(pe->fp))
+		return pe;
+	if (!pe) {
+		pe = calloc(1, sizeof(*pe));
+		if (!pe) {
+			*status = ST_QP_INTERNAL;
+			return NULL;
+		}
+		memcpy(pe->gid, gid, FAB_GID_LEN);
+		pe->qpn = qpn;
+		pe->hnext = qp->peers[b];
+		qp->peers[b] = pe;
+	}
+	if (pe->fp) { /* that QP is gone; a new one may have its number */
+		fab_peer_close(pe->fp);
+		pe->fp = NULL;
+	}
+	rc = fab_peer_open(gid, qpn, &pe->fp);
+	if (rc) {
+		pe->fp = NULL;
+		*status = rc == -ENODEV ? ST_REM_BAD_ADDRESS : ST_REM_BAD_DEST_QPN;
+		return NULL;
+	}
+	pe->nonce = fab_peer_nonce(pe->fp);
+	pe->alive = 1;
+	pe->checked_ns = dp_now_ns();
+	return pe;
+}
+
+static int peer_check(struct dp_peerent *pe, uint64_t now)
+{
+	if (!pe->fp)
+		return 0;
+	if (now - pe->checked_ns > STALL_NS / 2) {
+		pe->alive = fab_peer_alive(pe->fp);
+		pe->checked_ns = now;
+	}
+	return pe->alive;
+}
+
+static void pkt_fill(struct dp_qp *qp, struct fab_pkt *p, uint8_t type, uint32_t dst_qpn)
+{
+	memset(p, 0, sizeof(*p));
+	p->type = type;
+	p->flags = qp->type == QPT_UD ? 0 : PKT_F_SRD;
+	p->src_qpn = qp->qpn;
+	p->dst_qpn = dst_qpn;
+	p->src_nonce = fab_qp_nonce(qp->inbox);
+	p->src_type = qp->type;
+	memcpy(p->src_gid, qp->dev->gid, FAB_GID_LEN);
+}
+
+/* ------------------------------------------------------------ SQ */
+
+static int wqe_sgl(struct dp_qp *qp, struct dp_op *op, const struct efa_tx_buf *b, int n,
+		   uint32_t need)
+{
+	int i;
+
+	op->nsge = (uint8_t)n;
+	for (i = 0; i < n; i++) {
+		uint64_t addr = (uint64_t)b[i].addr_hi << 32 | b[i].addr_lo, off;
+		struct efasim_obj *mr = dp_mr_lookup(qp->uv, b[i].lkey & EFA_LKEY_MASK, qp->pd);
+
+		if (!mr || (mr->access & need) != need || mr_range(mr, addr, b[i].length, &off))
+			return ST_INVALID_LKEY;
+		op->sge[i].addr = addr;
+		op->sge[i].len = b[i].length;
+		op->sge[i].mr = (uint32_t)(mr - qp->uv->objs);
+		op->sge[i].key = mr->key;
+		op->total += b[i].length;
+	}
+	return ST_OK;
+}
+
+/* The device's checks of one WQE; ST_OK or the completion status. */
+static int wqe_parse(struct dp_qp *qp, struct dp_op *op, const struct efa_tx_wqe *w)
+{
+	uint8_t kind = w->ctrl1 & EFA_META_OP_MASK;
+	const struct dp_ah *ah;
+
+	op->req_id = w->req_id;
+	op->inline_len = 0;
+	op->comp_req = (w->ctrl2 & EFA_CTRL2_COMP_REQ) != 0;
+	op->total = op->done = 0;
+	op->nsge = 0;
+	op->sent_all = 0;
+	op->rnr_tries = 0;
+	op->kind = kind == EFA_OP_RDMA_READ ? OP_READ : kind == EFA_OP_RDMA_WRITE ? OP_WRITE : OP_SEND;
+	if (!(w->ctrl1 & EFA_META_DESC) || (w->ctrl1 & EFA_META_EXT) ||
+	    !(w->ctrl2 & EFA_CTRL2_FIRST) || !(w->ctrl2 & EFA_CTRL2_LAST))
+		return ST_QP_INTERNAL;
+	if (kind > EFA_OP_RDMA_WRITE || (kind != EFA_OP_SEND && qp->type == QPT_UD) ||
+	    (kind == EFA_OP_RDMA_READ && !(qp->dev->device_caps & EFA_CAP_RDMA_READ)) ||
+	    (kind == EFA_OP_RDMA_WRITE && !(qp->dev->device_caps & EFA_CAP_RDMA_WRITE)))
+		return ST_INVALID_OP;
+	ah = dp_ah_lookup(qp->uv, w->ah, qp->pd);
+	if (!ah)
+		return ST_INVALID_AH;
+	memcpy(op->gid, ah->gid, FAB_GID_LEN);
+	op->dest_qpn = w->dest_qp_num;
+	op->qkey = w->qkey;
+	op->has_imm = (w->ctrl1 & EFA_META_HAS_IMM) && kind != EFA_OP_RDMA_READ;
+	op->imm = w->imm;
+	if (kind == EFA_OP_SEND) {
+		if (w->ctrl1 & EFA_META_INLINE) {
+			if (w->length > sizeof(op->inline_data) || w->length > qp->dev->inline_buf_size)
+				return ST_BAD_LENGTH;
+			op->inline_len = w->length;
+			memcpy(op->inline_data, w->data.inline_data, w->length);
+			op->total = w->length;
+		} else {
+			int rc;
+
+			if (w->length > 2 || w->length > qp->dev->max_sq_sge)
+				return ST_QP_INTERNAL;
+			op->inline_len = 0;
+			rc = wqe_sgl(qp, op, w->data.sgl, w->length, 0);
+			if (rc)
+				return rc;
+		}
+		return op->total > qp->dev->max_msg_sz ? ST_BAD_LENGTH : ST_OK;
+	}
+	/* RDMA: one local buffer, the remote address in front of it */
+	if (w->length != 1)
+		return ST_QP_INTERNAL;
+	op->raddr = (uint64_t)w->data.rdma.remote.addr_hi << 32 | w->data.rdma.remote.addr_lo;
+	op->rkey = w->data.rdma.remote.lkey;
+	if (w->data.rdma.local.length < w->data.rdma.remote.length ||
+	    w->data.rdma.remote.length > qp->dev->max_rdma_size)
+		return ST_BAD_LENGTH;
+	{
+		struct efa_tx_buf local = w->data.rdma.local;
+		int rc;
+
+		local.length = w->data.rdma.remote.length;
+		rc = wqe_sgl(qp, op, &local, 1, kind == EFA_OP_RDMA_READ ? 1u /* LOCAL_WRITE */ : 0);
+		if (rc)
+			return rc;
+	}
+	return ST_OK;
+}
+
+static int sq_fetch(struct dp_qp *qp)
+{
+	uint16_t pc;
+	int n = 0;
+
+	if (!qp->sq || (qp->state != QPS_RTS))
+		return 0;
+	pc = (uint16_t)*qp->sq_db;
+	while ((uint16_t)(pc - (uint16_t)qp->sq_ci) && qp->nfree && n < BUDGET) {
+		struct efa_tx_wqe w;
+		struct dp_op *op;
+		int st;
+
+		memcpy(&w, qp->sq + (size_t)(qp->sq_ci & (qp->sq_cnt - 1)) * sizeof(w), sizeof(w));
+		op = &qp->ops[qp->op_free[--qp->nfree]];
+		op->seq = qp->sq_ci++;
+		op->peer = NULL;
+		op->last = dp_now_ns();
+		op->stage = OPS_FREE;
+		st = wqe_parse(qp, op, &w);
+		if (st) {
+			op_move(qp, op, OPS_TX); /* to be in a list complete_tx leaves */
+			complete_tx(qp, op, st);
+		} else {
+			op_move(qp, op, OPS_TX);
+		}
+		n++;
+	}
+	return n;
+}
+
+static uint64_t op_id(const struct dp_op *op)
+{
+	return (uint64_t)op->seq << 32 | op->idx;
+}
+
+static struct dp_op *op_find(struct dp_qp *qp, uint64_t id, const struct fab_pkt *p)
+{
+	uint32_t idx = (uint32_t)id;
+	struct dp_op *op;
+
+	if (idx >= qp->sq_cnt)
+		return NULL;
+	op = &qp->ops[idx];
+	if (op->stage == OPS_FREE || op->seq != (uint32_t)(id >> 32) || !op->peer ||
+	    op->peer_nonce != p->src_nonce)
+		return NULL;
+	return op;
+}
+
+/* Gathers the send's bytes into the slot: ST_OK or an error. */
+static int gather(struct dp_qp *qp, struct dp_op *op, uint8_t *dst, uint64_t off, uint64_t len)
+{
+	int i;
+
+	if (op->inline_len && op->kind == OP_SEND) {
+		memcpy(dst, op->inline_data, op->inline_len);
+		return ST_OK;
+	}
+	for (i = 0; i < op->nsge && len; i++) {
+		struct efasim_obj *mr;
+		uint64_t n;
+		int rc;
+
+		if (off >= op->sge[i].len) {
+			off -= op->sge[i].len;
+			continue;
+		}
+		n = op->sge[i].len - off < len ? op->sge[i].len - off : len;
+		mr = sge_mr(qp, &op->sge[i]);
+		if (!mr)
+			return ST_INVALID_LKEY;
+		rc = dp_mem_read(mr, op->sge[i].addr + off, dst, n);
+		if (rc)
+			return rc;
+		dst += n;
+		len -= n;
+		off = 0;
+	}
+	return ST_OK;
+}
+
+/* One step of the op at the head of the TX queue: 1 progress, 0 blocked. */
+static int tx_op(struct dp_qp *qp, struct dp_op *op, uint64_t now)
+{
+	bool srd = qp->type != QPT_UD;
+	struct fab_pkt *p;
+	void *pl;
+	int st;
+
+	if (!op->peer) {
+		op->peer = peer_get(qp, op->gid, op->dest_qpn, &st);
+		if (!op->peer) {
+			complete_tx(qp, op, srd ? st : ST_OK); /* UD: lost on the wire */
+			return 1;
+		}
+		op->peer_nonce = op->peer->nonce;
+	}
+	if (op->peer->nonce != op->peer_nonce || !fab_peer_alive_fast(op->peer->fp)) {
+		complete_tx(qp, op, srd ? ST_REM_BAD_DEST_QPN : ST_OK);
+		return 1;
+	}
+	if (srd != (fab_peer_type(op->peer->fp) == 2)) {
+		complete_tx(qp, op, srd ? ST_REM_BAD_DEST_QPN : ST_OK);
+		return 1;
+	}
+	if (op->kind == OP_SEND && op->total > fab_peer_max_payload(op->peer->fp)) {
+		complete_tx(qp, op, srd ? ST_REM_BAD_LENGTH : ST_OK);
+		return 1;
+	}
+	do {
+		p = fab_peer_slot(op->peer->fp, qp->inbox, &pl);
+		if (!p) {
+			if (!qp->blocked_since_ns)
+				qp->blocked_since_ns = now;
+			return 0;
+		}
+		qp->blocked_since_ns = 0;
+		switch (op->kind) {
+		case OP_SEND:
+			pkt_fill(qp, p, PKT_SEND, op->dest_qpn);
+			st = gather(qp, op, pl, 0, op->total);
+			p->len = (uint32_t)op->total;
+			op->sent_all = 1;
+			break;
+		case OP_READ:
+			pkt_fill(qp, p, PKT_READ_REQ, op->dest_qpn);
+			p->raddr = op->raddr;
+			p->rkey = op->rkey;
+			p->total = op->total;
+			st = ST_OK;
+			op->sent_all = 1;
+			break;
+		default: {
+			uint64_t chunk = op->total - op->done, max = fab_peer_max_payload(op->peer->fp);
+
+			if (chunk > max)
+				chunk = max;
+			pkt_fill(qp, p, PKT_WRITE, op->dest_qpn);
+			p->raddr = op->raddr;
+			p->rkey = op->rkey;
+			p->total = op->total;
+			p->offset = op->done;
+			p->len = (uint32_t)chunk;
+			st = gather(qp, op, pl, op->done, chunk);
+			op->done += chunk;
+			if (op->done == op->total) {
+				p->flags |= PKT_F_LAST;
+				op->sent_all = 1;
+			}
+			break;
+		}
+		}
+		if (st) {
+			complete_tx(qp, op, st);
+			return 1;
+		}
+		p->qkey = op->qkey;
+		p->imm = op->imm;
+		if (op->has_imm)
+			p->flags |= PKT_F_IMM;
+		p->op = op_id(op);
+		fab_peer_commit(op->peer->fp);
+	} while (!op->sent_all);
+	if (!srd) {
+		complete_tx(qp, op, ST_OK);
+		return 1;
+	}
+	op->last = now;
+	op_move(qp, op, OPS_WAIT);
+	if (efasim_trace_level() >= 2)
+		efasim_trace("QP %u -> QP %u: WQE %u kind %d %llu bytes sent", qp->qpn, op->dest_qpn,
+			     op->req_id, op->kind, (unsigned long long)op->total);
+	return 1;
+}
+
+static int tx_run(struct dp_qp *qp, uint64_t now)
+{
+	int n = 0;
+
+	while (qp->txq.head && n < BUDGET) {
+		if (!tx_op(qp, qp->txq.head, now))
+			break;
+		n++;
+	}
+	return n;
+}
+
+/* ------------------------------------------------------------ replies */
+
+static void resp_queue(struct dp_qp *qp, uint8_t type, uint16_t status, const struct fab_pkt *p,
+		       struct dp_resp *extra)
+{
+	struct dp_resp *r = calloc(1, sizeof(*r));
+	int st;
+
+	if (!r)
+		return;
+	if (extra)
+		*r = *extra;
+	r->type = type;
+	r->status = status;
+	r->op = p->op;
+	r->dst_qpn = p->src_qpn;
+	r->pe = peer_get(qp, p->src_gid, p->src_qpn, &st);
+	if (!r->pe || r->pe->nonce != p->src_nonce) {
+		free(r); /* the requester is gone: nobody to answer */
+		return;
+	}
+	r->next = NULL;
+	if (qp->resp_tail)
+		qp->resp_tail->next = r;
+	else
+		qp->resp_head = r;
+	qp->resp_tail = r;
+}
+
+static void nack(struct dp_qp *qp, const struct fab_pkt *p, int status)
+{
+	if (p->flags & PKT_F_SRD)
+		resp_queue(qp, PKT_NACK, (uint16_t)status, p, NULL);
+}
+
+/* One step of the reply at the head: 1 progress, 0 blocked, -1 done. */
+static int resp_step(struct dp_qp *qp, struct dp_resp *r)
+{
+	struct efasim_obj *mr;
+	struct fab_pkt *p;
+	uint64_t chunk;
+	void *pl;
+	int st;
+
+	if (!r->pe->fp || !fab_peer_alive_fast(r->pe->fp))
+		return -1;
+	p = fab_peer_slot(r->pe->fp, qp->inbox, &pl);
+	if (!p)
+		return 0;
+	pkt_fill(qp, p, r->type, r->dst_qpn);
+	p->op = r->op;
+	p->status = r->status;
+	if (r->type != PKT_READ_RESP) {
+		fab_peer_commit(r->pe->fp);
+		return -1;
+	}
+	chunk = r->total - r->offset;
+	if (chunk > fab_peer_max_payload(r->pe->fp))
+		chunk = fab_peer_max_payload(r->pe->fp);
+	mr = r->mr < qp->uv->nobjs ? &qp->uv->objs[r->mr] : NULL;
+	st = (mr && mr->type == EFASIM_OBJ_MR && mr->key == r->key)
+		     ? dp_mem_read(mr, r->raddr + r->offset, pl, chunk)
+		     : ST_INVALID_LKEY;
+	if (st) { /* deregistered or unreadable meanwhile */
+		p->type = PKT_NACK;
+		p->status = ST_REM_BAD_ADDRESS;
+		fab_peer_commit(r->pe->fp);
+		return -1;
+	}
+	p->offset = r->offset;
+	p->total = r->total;
+	p->len = (uint32_t)chunk;
+	r->offset += chunk;
+	if (r->offset == r->total)
+		p->flags |= PKT_F_LAST;
+	fab_peer_commit(r->pe->fp);
+	return r->offset == r->total ? -1 : 1;
+}
+
+static int resp_run(struct dp_qp *qp)
+{
+	int n = 0, rc;
+
+	while (qp->resp_head && n < BUDGET) {
+		struct dp_resp *r = qp->resp_head;
+
+		rc = resp_step(qp, r);
+		if (rc == 0)
+			break;
+		n++;
+		if (rc < 0) {
+			qp->resp_head = r->next;
+			if (!qp->resp_head)
+				qp->resp_tail = NULL;
+			free(r);
+		}
+	}
+	return n;
+}
+
+/* ------------------------------------------------------------ RX */
+
+/* The next receive WQE: 1 (descs, *n), 0 none posted, -1 malformed
+ * (consumed; *req_id names it). */
+static int rq_take(struct dp_qp *qp, struct efa_rx_desc *d, int *n, uint16_t *req_id)
+{
+	uint16_t pc, avail;
+	uint32_t max = qp->dev->max_rq_sge ? qp->dev->max_rq_sge : 1;
+
+	if (max > 16)
+		max = 16;
+	int i;
+
+	if (!qp->rq || !qp->rq_cnt)
+		return 0;
+	pc = (uint16_t)*qp->rq_db;
+	avail = (uint16_t)(pc - (uint16_t)qp->rq_ci);
+	if (!avail || avail > qp->rq_cnt)
+		return 0;
+	for (i = 0; i < (int)avail && i < (int)max; i++) {
+		memcpy(&d[i], qp->rq + (size_t)((qp->rq_ci + i) & (qp->rq_cnt - 1)) * sizeof(*d),
+		       sizeof(*d));
+		if (i == 0)
+			*req_id = d[0].req_id;
+		if (i == 0 && !(d[0].lkey_ctrl & EFA_RX_FIRST)) {
+			qp->rq_ci++;
+			return -1;
+		}
+		if (d[i].lkey_ctrl & EFA_RX_LAST) {
+			*n = i + 1;
+			qp->rq_ci += (uint32_t)(i + 1);
+			return 1;
+		}
+	}
+	if (i < (int)max)
+		return 0; /* the rest is not posted yet */
+	qp->rq_ci += max;
+	return -1;
+}
+
+/* Scatters the bytes of src[] (pieces, in order) into the receive WQE:
+ * ST_OK or the local error. */
+struct piece {
+	const uint8_t *p;
+	uint64_t len;
+};
+
+static int scatter(struct dp_qp *qp, const struct efa_rx_desc *d, int n, struct piece *src,
+		   int nsrc)
+{
+	int i, j = 0, rc;
+
+	for (i = 0; i < n && j < nsrc; i++) {
+		struct efasim_obj *mr = dp_mr_lookup(qp->uv, d[i].lkey_ctrl & EFA_LKEY_MASK, qp->pd);
+		uint64_t addr = (uint64_t)d[i].addr_hi << 32 | d[i].addr_lo, off, room = d[i].length;
+
+		if (!mr || !(mr->access & 1u) || mr_range(mr, addr, d[i].length, &off))
+			return ST_INVALID_LKEY;
+		while (room && j < nsrc) {
+			uint64_t k = src[j].len < room ? src[j].len : room;
+
+			rc = dp_mem_write(mr, addr, src[j].p, k);
+			if (rc)
+				return rc;
+			addr += k;
+			room -= k;
+			src[j].p += k;
+			src[j].len -= k;
+			if (!src[j].len)
+				j++;
+		}
+	}
+	while (j < nsrc && !src[j].len)
+		j++;
+	return j < nsrc ? ST_BAD_LENGTH : ST_OK;
+}
+
+/* A UD receive starts with the 40-byte GRH, as on InfiniBand: libfabric's
+ * dgram endpoint reserves that prefix in every receive buffer. */
+#define GRH_LEN 40
+
+static void make_grh(uint8_t grh[GRH_LEN], const struct dp_qp *qp, const struct fab_pkt *p)
+{
+	memset(grh, 0, GRH_LEN);
+	grh[0] = 6 << 4; /* IP version 6 */
+	grh[4] = (uint8_t)(p->len >> 8);
+	grh[5] = (uint8_t)p->len;
+	grh[6] = 0x1b; /* next header: IBA */
+	grh[7] = 1;    /* hop limit */
+	memcpy(grh + 8, p->src_gid, FAB_GID_LEN);
+	memcpy(grh + 24, qp->dev->gid, FAB_GID_LEN);
+}
+
+static bool rx_admit(struct dp_qp *qp, const struct fab_pkt *p)
+{
+	bool srd = qp->type != QPT_UD;
+
+	if (((p->flags & PKT_F_SRD) != 0) != srd || p->qkey != qp->qkey ||
+	    (qp->state != QPS_RTR && qp->state != QPS_RTS && qp->state != QPS_SQD)) {
+		efasim_trace("QP %u: refuses a packet of QP %u (%s, Q-key %#x, QP state %u): %s",
+			     qp->qpn, p->src_qpn, (p->flags & PKT_F_SRD) ? "SRD" : "UD", p->qkey,
+			     qp->state, srd ? "BAD_DEST_QPN" : "dropped");
+		nack(qp, p, ST_REM_BAD_DEST_QPN);
+		return false;
+	}
+	return true;
+}
+
+static void rx_send(struct dp_qp *qp, const struct fab_pkt *p, const uint8_t *pl)
+{
+	struct efa_rx_desc d[16];
+	uint16_t req_id = 0;
+	int n = 0, rc, st;
+
+	if (!rx_admit(qp, p))
+		return;
+	rc = rq_take(qp, d, &n, &req_id);
+	if (rc == 0) {
+		efasim_trace("QP %u: no receive posted for a send from QP %u: %s", qp->qpn, p->src_qpn,
+			     (p->flags & PKT_F_SRD) ? "RNR" : "dropped");
+		nack(qp, p, ST_REM_RNR); /* UD: dropped */
+		return;
+	}
+	if (rc < 0) {
+		complete_rx(qp, req_id, ST_QP_INTERNAL, 0, p, EFA_OP_SEND);
+		nack(qp, p, ST_REM_BAD_STATUS);
+		return;
+	}
+	{
+		uint8_t grh[GRH_LEN];
+		struct piece src[2] = { { grh, GRH_LEN }, { pl, p->len } };
+		bool ud = qp->type == QPT_UD;
+
+		if (ud)
+			make_grh(grh, qp, p);
+		st = scatter(qp, d, n, ud ? src : src + 1, ud ? 2 : 1);
+		complete_rx(qp, req_id, st, st ? 0 : p->len + (ud ? GRH_LEN : 0), p, EFA_OP_SEND);
+	}
+	if (!(p->flags & PKT_F_SRD))
+		return;
+	if (st == ST_OK)
+		resp_queue(qp, PKT_ACK, 0, p, NULL);
+	else
+		nack(qp, p, st == ST_BAD_LENGTH ? ST_REM_BAD_LENGTH : ST_REM_BAD_STATUS);
+}
+
+static struct efasim_obj *rkey_mr(struct dp_qp *qp, const struct fab_pkt *p, uint32_t access,
+				  uint64_t len)
+{
+	struct efasim_obj *mr = dp_mr_lookup(qp->uv, p->rkey, qp->pd);
+	uint64_t off;
+
+	if (!mr || (mr->access & access) != access || mr_range(mr, p->raddr, len, &off))
+		return NULL;
+	return mr;
+}
+
+static void rx_read_req(struct dp_qp *qp, const struct fab_pkt *p)
+{
+	struct dp_resp job = { 0 };
+	struct efasim_obj *mr;
+
+	if (!rx_admit(qp, p))
+		return;
+	if (!(qp->dev->device_caps & EFA_CAP_RDMA_READ)) {
+		nack(qp, p, ST_REM_BAD_STATUS);
+		return;
+	}
+	mr = rkey_mr(qp, p, 1u << 2 /* REMOTE_READ */, p->total);
+	if (!mr) {
+		nack(qp, p, ST_REM_BAD_ADDRESS);
+		return;
+	}
+	job.mr = (uint32_t)(mr - qp->uv->objs);
+	job.key = mr->key;
+	job.raddr = p->raddr;
+	job.total = p->total;
+	resp_queue(qp, PKT_READ_RESP, 0, p, &job);
+}
+
+static void rx_write(struct dp_qp *qp, const struct fab_pkt *p, const uint8_t *pl)
+{
+	struct efasim_obj *mr;
+	struct efa_rx_desc d[16];
+	uint16_t req_id = 0;
+	int n = 0, rc;
+
+	if (!rx_admit(qp, p))
+		return;
+	if (!(qp->dev->device_caps & EFA_CAP_RDMA_WRITE)) {
+		nack(qp, p, ST_REM_BAD_STATUS);
+		return;
+	}
+	mr = rkey_mr(qp, p, 1u << 1 /* REMOTE_WRITE */, p->total);
+	if (!mr || p->offset + p->len > p->total) {
+		nack(qp, p, ST_REM_BAD_ADDRESS);
+		return;
+	}
+	if (dp_mem_write(mr, p->raddr + p->offset, pl, p->len)) {
+		nack(qp, p, ST_REM_BAD_ADDRESS);
+		return;
+	}
+	if (!(p->flags & PKT_F_LAST))
+		return;
+	if (p->flags & PKT_F_IMM) {
+		/* write with immediate: consumes a receive, reports the imm */
+		rc = rq_take(qp, d, &n, &req_id);
+		if (rc == 0) {
+			nack(qp, p, ST_REM_RNR);
+			return;
+		}
+		complete_rx(qp, req_id, rc < 0 ? ST_QP_INTERNAL : ST_OK, rc < 0 ? 0 : (uint32_t)p->total,
+			    p, EFA_OP_RDMA_WRITE);
+	}
+	resp_queue(qp, PKT_ACK, 0, p, NULL);
+}
+
+static void rx_reply(struct dp_qp *qp, const struct fab_pkt *p, const uint8_t *pl, uint64_t now)
+{
+	struct dp_op *op = op_find(qp, p->op, p);
+	struct efasim_obj *mr;
+	int st;
+
+	if (!op || op->stage != OPS_WAIT)
+		return; /* late: the op completed or was flushed */
+	op->last = now;
+	switch (p->type) {
+	case PKT_ACK:
+		if (op->kind != OP_READ)
+			complete_tx(qp, op, ST_OK);
+		return;
+	case PKT_NACK:
+		if (p->status == ST_REM_RNR && (qp->rnr_retry >= 7 || op->rnr_tries < qp->rnr_retry)) {
+			uint64_t d = RNR_MIN_NS << (op->rnr_tries < 7 ? op->rnr_tries : 7);
+
+			op->rnr_tries++;
+			op->when = now + (d < RNR_MAX_NS ? d : RNR_MAX_NS);
+			op->done = 0;
+			op->sent_all = 0;
+			op_move(qp, op, OPS_RETRY);
+			return;
+		}
+		complete_tx(qp, op, p->status ? p->status : ST_REM_BAD_STATUS);
+		return;
+	case PKT_READ_RESP:
+		if (op->kind != OP_READ || p->offset != op->done || p->offset + p->len > op->total) {
+			complete_tx(qp, op, ST_REM_BAD_STATUS);
+			return;
+		}
+		mr = sge_mr(qp, &op->sge[0]);
+		st = mr ? dp_mem_write(mr, op->sge[0].addr + p->offset, pl, p->len) : ST_INVALID_LKEY;
+		if (st) {
+			complete_tx(qp, op, st);
+			return;
+		}
+		op->done += p->len;
+		if ((p->flags & PKT_F_LAST) || op->done == op->total)
+			complete_tx(qp, op, op->done == op->total ? ST_OK : ST_REM_BAD_STATUS);
+		return;
+	}
+}
+
+struct rx_ctx {
+	struct dp_qp *qp;
+	uint64_t now;
+};
+
+static const char *pkt_name(uint8_t t)
+{
+	static const char *const n[] = { "?", "SEND", "ACK", "NACK", "READ_REQ", "READ_RESP", "WRITE" };
+
+	return t < sizeof(n) / sizeof(n[0]) ? n[t] : "?";
+}
+
+static int rx_one(void *arg, const struct fab_pkt *p, const void *pl)
+{
+	struct rx_ctx *c = arg;
+
+	if (efasim_trace_level() >= 2)
+		efasim_trace("QP %u <- QP %u: %s len %u op %#llx status %u offset %llu", c->qp->qpn,
+			     p->src_qpn, pkt_name(p->type), p->len, (unsigned long long)p->op, p->status,
+			     (unsigned long long)p->offset);
+	if (p->dst_qpn != c->qp->qpn)
+		return 0;
+	switch (p->type) {
+	case PKT_SEND:
+		rx_send(c->qp, p, pl);
+		break;
+	case PKT_READ_REQ:
+		rx_read_req(c->qp, p);
+		break;
+	case PKT_WRITE:
+		rx_write(c->qp, p, pl);
+		break;
+	case PKT_ACK:
+	case PKT_NACK:
+	case PKT_READ_RESP:
+		rx_reply(c->qp, p, pl, c->now);
+		break;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ timers */
+
+static void timers(struct dp_qp *qp, uint64_t now, int *work)
+{
+	struct dp_op *op, *next;
+
+	for (op = qp->retry.head; op; op = next) {
+		next = op->next;
+		if (op->when <= now) {
+			op_move(qp, op, OPS_TX);
+			(*work)++;
+		}
+	}
+	if (now < qp->next_scan_ns)
+		return;
+	qp->next_scan_ns = now + SCAN_NS;
+	fab_qp_reap(qp->inbox);
+	for (op = qp->wait.head; op; op = next) {
+		int alive;
+
+		next = op->next;
+		if (now - op->last < STALL_NS)
+			continue;
+		alive = op->peer ? peer_check(op->peer, now) : 0;
+		if (op->peer && op->peer->nonce != op->peer_nonce)
+			alive = 0;
+		if (alive > 0 && now - op->last < GIVEUP_NS)
+			continue;
+		complete_tx(qp, op, alive < 0 || alive > 0 ? ST_UNRESP_REMOTE : ST_REM_ABORT);
+		(*work)++;
+	}
+	op = qp->txq.head;
+	if (op && op->peer && qp->blocked_since_ns && now - qp->blocked_since_ns > STALL_NS &&
+	    peer_check(op->peer, now) <= 0) {
+		complete_tx(qp, op, qp->type == QPT_UD ? ST_OK : ST_UNRESP_REMOTE);
+		qp->blocked_since_ns = 0;
+		(*work)++;
+	}
+}
+
+/* ------------------------------------------------------------ QP state */
+
+int dp_qp_setup(struct dp_qp *qp)
+{
+	uint32_t i;
+
+	qp->pid = getpid();
+	qp->ops = calloc(qp->sq_cnt, sizeof(*qp->ops));
+	qp->op_free = calloc(qp->sq_cnt, sizeof(*qp->op_free));
+	if (!qp->ops || !qp->op_free) {
+		free(qp->ops);
+		free(qp->op_free);
+		qp->ops = NULL;
+		qp->op_free = NULL;
+		return -ENOMEM;
+	}
+	for (i = 0; i < qp->sq_cnt; i++) {
+		qp->ops[i].idx = i;
+		qp->op_free[i] = qp->sq_cnt - 1 - i;
+	}
+	qp->nfree = qp->sq_cnt;
+	return 0;
+}
+
+static void drop_all(struct dp_qp *qp, bool flush)
+{
+	struct dp_oplist *lists[] = { &qp->txq, &qp->wait, &qp->retry };
+	unsigned int i;
+
+	for (i = 0; i < 3; i++) {
+		while (lists[i]->head) {
+			struct dp_op *op = lists[i]->head;
+
+			if (flush) {
+				complete_tx(qp, op, ST_FLUSHED);
+			} else {
+				op_move(qp, op, OPS_FREE);
+				qp->op_free[qp->nfree++] = op->idx;
+			}
+		}
+	}
+	while (qp->resp_head) {
+		struct dp_resp *r = qp->resp_head;
+
+		qp->resp_head = r->next;
+		free(r);
+	}
+	qp->resp_tail = NULL;
+}
+
+void dp_qp_teardown(struct dp_qp *qp)
+{
+	unsigned int b;
+
+	if (qp->ops)
+		drop_all(qp, false);
+	for (b = 0; b < DP_PEER_BUCKETS; b++) {
+		while (qp->peers[b]) {
+			struct dp_peerent *pe = qp->peers[b];
+
+			qp->peers[b] = pe->hnext;
+			if (pe->fp && qp->pid == getpid())
+				fab_peer_close(pe->fp);
+			else if (pe->fp)
+				fab_peer_forget(pe->fp); /* fork: the parent's claims stay */
+			free(pe);
+		}
+	}
+	free(qp->ops);
+	free(qp->op_free);
+	qp->ops = NULL;
+	qp->op_free = NULL;
+}
+
+void dp_qp_state_changed(struct dp_qp *qp, uint32_t old_state)
+{
+	(void)old_state;
+	if (qp->state == QPS_RESET) {
+		/* the device forgets the queues; libefa restarts its counters */
+		drop_all(qp, false);
+		qp->sq_ci = qp->rq_ci = 0;
+		if (qp->sq_db)
+			*qp->sq_db = 0;
+		if (qp->rq_db)
+			*qp->rq_db = 0;
+	} else if (qp->state == QPS_ERR) {
+		struct efa_rx_desc d[16];
+		struct fab_pkt none = { 0 };
+		uint16_t req_id = 0;
+		int n, rc;
+
+		/* flush: what is posted completes with FLUSHED */
+		while (qp->sq && (uint16_t)((uint16_t)*qp->sq_db - (uint16_t)qp->sq_ci) && qp->nfree) {
+			struct dp_op *op = &qp->ops[qp->op_free[--qp->nfree]];
+			struct efa_tx_wqe w;
+
+			memcpy(&w, qp->sq + (size_t)(qp->sq_ci & (qp->sq_cnt - 1)) * sizeof(w), sizeof(w));
+			op->seq = qp->sq_ci++;
+			op->stage = OPS_FREE;
+			op->req_id = w.req_id;
+			op->comp_req = 1;
+			op->kind = OP_SEND;
+			op_move(qp, op, OPS_TX);
+		}
+		drop_all(qp, true);
+		while ((rc = rq_take(qp, d, &n, &req_id)) != 0)
+			complete_rx(qp, req_id, ST_FLUSHED, 0, &none, EFA_OP_SEND);
+	}
+}
+
+/* ------------------------------------------------------------ the thread */
+
+void dp_engine_add_qp(struct dp_qp *qp)
+{
+	qp->prev = NULL;
+	qp->next = qps;
+	if (qps)
+		qps->prev = qp;
+	qps = qp;
+}
+
+static bool own_qps(void)
+{
+	pid_t me = started_pid;
+	struct dp_qp *qp;
+
+	for (qp = qps; qp; qp = qp->next)
+		if (qp->pid == me)
+			return true;
+	return false;
+}
+
+void dp_engine_del_qp(struct dp_qp *qp)
+{
+	if (qp->prev)
+		qp->prev->next = qp->next;
+	else if (qps == qp)
+		qps = qp->next;
+	if (qp->next)
+		qp->next->prev = qp->prev;
+	qp->next = qp->prev = NULL;
+	/* the last QP: the device thread ends at once (the next QP starts
+	 * another), so that a process done with RDMA runs nothing */
+	if (started && started_pid == getpid() && !own_qps()) {
+		atomic_store(&ending, 1);
+		fab_engine_kick();
+	}
+}
+
+static void reap_locked(void)
+{
+	if (!zombie)
+		return;
+	pthread_join(engine_tid, NULL); /* it holds no lock: it has returned */
+	zombie = 0;
+}
+
+/* After the last QP went (called without the lock): waits, a second at
+ * most, for the device thread to end, so that a program that exits next
+ * leaves no thread behind. */
+void dp_engine_settle(void)
+{
+	struct timespec until;
+
+	if (!atomic_load_explicit(&ending, memory_order_relaxed) &&
+	    !atomic_load_explicit(&zombie, memory_order_relaxed))
+		return;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 1;
+	efasim_lock();
+	while (atomic_load(&ending) && started && started_pid == getpid())
+		if (efasim_cond_timedwait(&ended, &until))
+			break;
+	reap_locked();
+	efasim_unlock();
+}
+
+void dp_engine_add_cq(struct dp_cq *cq)
+{
+	cq->pid = getpid();
+	cq->prev = NULL;
+	cq->next = cqs;
+	if (cqs)
+		cqs->prev = cq;
+	cqs = cq;
+}
+
+void dp_engine_del_cq(struct dp_cq *cq)
+{
+	if (cq->prev)
+		cq->prev->next = cq->next;
+	else if (cqs == cq)
+		cqs = cq->next;
+	if (cq->next)
+		cq->next->prev = cq->prev;
+	cq->next = cq->prev = NULL;
+}
+
+static int engine_pass(uint64_t now)
+{
+	struct rx_ctx rx = { NULL, now };
+	pid_t me = started_pid; /* the engine's process (fork: reset) */
+	struct dp_qp *qp;
+	int work = 0;
+
+	for (qp = qps; qp; qp = qp->next) {
+		if (qp->pid != me)
+			continue;
+		rx.qp = qp;
+		work += fab_qp_poll(qp->inbox, BUDGET, rx_one, &rx);
+		work += resp_run(qp);
+		work += sq_fetch(qp);
+		work += tx_run(qp, now);
+		timers(qp, now, &work);
+	}
+	return work;
+}
+
+static bool engine_pending(void)
+{
+	pid_t me = started_pid;
+	struct dp_qp *qp;
+
+	for (qp = qps; qp; qp = qp->next) {
+		if (qp->pid != me)
+			continue;
+		if (fab_qp_has_pending(qp->inbox) || qp->resp_head || qp->retry.head ||
+		    (qp->sq && (uint16_t)((uint16_t)*qp->sq_db - (uint16_t)qp->sq_ci)))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Idle policy: a doorbell is a plain store, so the engine must look; but a
+ * spinning engine competes with the program's own polling threads for the
+ * CPUs. It sleeps instead: 10 us naps (timer slack 1 us) while traffic is
+ * recent, growing to 2 ms after HOT_NS of silence; it ends with the
+ * process's last QP.
+ * A sleeping engine is woken at once by a sender's futex wake, and a
+ * sleeper that wakes is scheduled promptly (it has used little CPU).
+ */
+#define HOT_NS 5000000ull
+
+static void *engine_main(void *arg)
+{
+	uint64_t idle_since = 0;
+	long nap = 10;
+
+	(void)arg;
+	prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+	for (;;) {
+		uint64_t now = dp_now_ns();
+		uint32_t seq;
+		int work;
+		bool any;
+
+		efasim_lock();
+		work = engine_pass(now);
+		any = own_qps();
+		if (!any) {
+			started = 0;
+			zombie = 1;
+			atomic_store(&ending, 0);
+			pthread_cond_broadcast(&ended);
+			efasim_unlock();
+			efasim_trace("device engine stopped: no QP left");
+			return NULL;
+		}
+		efasim_unlock();
+		if (work) {
+			idle_since = 0;
+			nap = 10;
+			continue;
+		}
+		if (!idle_since)
+			idle_since = now;
+		seq = fab_engine_prepare();
+		efasim_lock();
+		work = engine_pending();
+		efasim_unlock();
+		if (work) {
+			fab_engine_awake();
+			continue;
+		}
+		fab_engine_wait(seq, now - idle_since < HOT_NS ? 10 : nap);
+		if (now - idle_since >= HOT_NS && nap < 2000)
+			nap *= 2;
+	}
+	return NULL;
+}
+
+int dp_engine_start_locked(void)
+{
+	pthread_attr_t attr;
+	sigset_t all, old;
+	pthread_t tid;
+	int rc;
+
+	if (started && started_pid == getpid()) {
+		atomic_store(&ending, 0); /* it sees the new QP before it ends */
+		return 0;
+	}
+	reap_locked();
+	rc = fab_engine_init();
+	if (rc)
+		return rc;
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 256 * 1024);
+	/* the device takes none of the program's signals */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&tid, &attr, engine_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	if (rc)
+		return -rc;
+	pthread_setname_np(tid, "efasim-device");
+	engine_tid = tid;
+	started = 1;
+	started_pid = getpid();
+	efasim_trace("device engine started");
+	return 0;
+}
+
+/* fork: the child runs no engine and serves none of the parent's queues
+ * (their pid says whose they are); its first QP starts its own. */
+void dp_atfork_child(void)
+{
+	started = 0;
+	zombie = 0; /* the parent's thread is not the child's */
+	atomic_store(&ending, 0);
+	fab_atfork_child();
+}
