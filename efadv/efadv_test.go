@@ -114,7 +114,7 @@ type verdict struct {
 	Distance int
 	Path     p2p.PathClass
 	Outcome  string
-	Policy   string
+	Policy   p2p.Policy
 }
 
 // TestQueryP2PExpected asks, for every expected pair of the model whose
@@ -148,8 +148,8 @@ func TestQueryP2PExpected(t *testing.T) {
 		if want.Path == p2p.PathUnknown {
 			got.Path = p2p.PathUnknown
 		}
-		if want.Policy == "" {
-			got.Policy = ""
+		if want.Policy == p2p.PolicyUnknown {
+			got.Policy = p2p.PolicyUnknown
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s: provider %s, client %s (%s) (-want +got):\n%s\nwhy (model): %s\nreason: %s", m.Name, p.Provider, p.Client, f.IBDev(), diff, p.Why, v.Reason)

@@ -35,7 +35,7 @@ func TestTopologyFile(t *testing.T) {
 		name       string
 		content    []byte
 		wantP2P    bool
-		wantSource string
+		wantSource p2p.VerdictSource
 		wantOut    p2p.Outcome // OutcomeUnknown: not checked
 		fileErr    bool
 	}{

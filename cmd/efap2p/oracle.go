@@ -25,12 +25,14 @@ func init() {
 type oracleFlags struct {
 	sysfs    string
 	topology string
+	kernel   string
 	json     bool
 	stderr   io.Writer
 }
 
 func (o *oracleFlags) register(fs *flag.FlagSet, withTopology bool) {
 	fs.StringVar(&o.sysfs, "sysfs", "", "sysfs root `DIR` to read (default $SYSFS_PATH, else /sys)")
+	fs.StringVar(&o.kernel, "kernel", "", "decide by the p2pdma rules of kernel `RELEASE` (\"6.1.0-28-amd64\", \"latest\" for the newest known, \"p2p-hmat\" with the ACPI HMAT P2P series; default $EFAP2P_KERNEL, else the running kernel's)")
 	if withTopology {
 		fs.StringVar(&o.topology, "topology", "", "topology `FILE` written by 'efap2p export' (default $EFAP2P_TOPOLOGY)")
 	}
@@ -53,6 +55,20 @@ func (o *oracleFlags) open() (*p2p.Oracle, *p2p.Sysfs, error) {
 	if opts.TopologyFile == "" {
 		opts.TopologyFile = os.Getenv("EFAP2P_TOPOLOGY")
 	}
+	switch {
+	case o.kernel != "":
+		r, err := p2p.ParseRelease(o.kernel)
+		if err != nil {
+			return nil, nil, usagef("--kernel: %w", err)
+		}
+		opts.Kernel = r
+	default:
+		r, err := p2p.ReleaseFromEnv()
+		if err != nil {
+			return nil, nil, usageError{err}
+		}
+		opts.Kernel = r
+	}
 	if o.stderr != nil {
 		opts.Warnf = func(format string, args ...any) { fmt.Fprintf(o.stderr, "efap2p: warning: "+format+"\n", args...) }
 	}
@@ -74,14 +90,17 @@ func parseFlags(fs *flag.FlagSet, args []string, usage string, stderr io.Writer)
 	return nil
 }
 
-const explainUsage = `Usage: efap2p explain [--sysfs DIR] [--topology FILE] [--json] PROVIDER CLIENT
+const explainUsage = `Usage: efap2p explain [--sysfs DIR] [--topology FILE] [--kernel RELEASE] [--json] PROVIDER CLIENT
 
 The P2P DMA verdict for a DMA from CLIENT (e.g. a NIC) into memory owned by
-PROVIDER (e.g. a GPU): the kernel's map type and distance, what the driver
-exporting PROVIDER's memory does with it (policy and outcome), the path's
-bandwidth and latency, the source of the verdict (topology file, ACPI P2P
-table, or computed), the reason and the kernel's own hint. Addresses are PCI
-addresses as sysfs names them: 0000:4f:00.0 (or 4f:00.0).
+PROVIDER (e.g. a GPU), by both registration paths: the dma-buf one (the
+kernel's map type and distance, then what the driver exporting PROVIDER's
+memory does with them: policy and outcome) and, for an EFA NIC, the
+peer-memory one (the out-of-tree EFA driver's p2p provider); the kernel
+release whose rules decided, the path's bandwidth and latency, the source of
+the verdict (topology file, ACPI HMAT, or computed), the reason and the
+kernel's own hint. Addresses are PCI addresses as sysfs names them:
+0000:4f:00.0 (or 4f:00.0).
 
 Options:
 `
@@ -128,7 +147,9 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(w, "path\t%s\n", v.Path)
 	fmt.Fprintf(w, "rule\t%s\n", v.Rule)
 	fmt.Fprintf(w, "policy\t%s\n", v.Policy)
-	fmt.Fprintf(w, "outcome\t%s\n", v.Outcome)
+	fmt.Fprintf(w, "outcome\t%s (dma-buf: p2pdma and the exporter's rule)\n", v.Outcome)
+	fmt.Fprintf(w, "peer memory\t%s\n", peerMemLine(v.PeerMem))
+	fmt.Fprintf(w, "kernel\t%s\n", v.Kernel)
 	if bw := v.BandwidthMBs(); bw > 0 {
 		fmt.Fprintf(w, "bandwidth\t%d MB/s (narrowest link)\n", bw)
 	}
@@ -150,6 +171,17 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "\nhint: %s\n", v.Hint)
 	}
 	return nil
+}
+
+// peerMemLine describes the peer-memory path for explain.
+func peerMemLine(pm p2p.PeerMem) string {
+	switch {
+	case !pm.Present && pm.Outcome == p2p.OutcomeUnknown && pm.Provider == "":
+		return "unknown (no p2p attribute on the NIC: the in-tree EFA driver registers by dma-buf only)"
+	case pm.Provider == "":
+		return pm.Outcome.String() + " (the EFA driver has no peer-memory provider)"
+	}
+	return fmt.Sprintf("%s (provider %q of the out-of-tree EFA driver)", pm.Outcome, pm.Provider)
 }
 
 func addrList(as []p2p.Addr) string {
@@ -245,7 +277,7 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-const topoUsage = `Usage: efap2p topo [--sysfs DIR] [--topology FILE] [--json | --dot]
+const topoUsage = `Usage: efap2p topo [--sysfs DIR] [--topology FILE] [--kernel RELEASE] [--json | --dot]
 
 The matrix of the machine's accelerators (PCI class 03 display, 12 processing
 accelerator) and NICs (class 02), each cell the path class between the two as
@@ -279,19 +311,21 @@ type topoDevice struct {
 
 // topoCell is one cell of the matrix.
 type topoCell struct {
-	Provider     p2p.Addr      `json:"provider"`
-	Client       p2p.Addr      `json:"client"`
-	Path         p2p.PathClass `json:"path"`
-	MapType      p2p.MapType   `json:"map_type"`
-	Distance     int           `json:"distance"`
-	Policy       string        `json:"policy"`
-	Outcome      p2p.Outcome   `json:"outcome"`
-	BandwidthMBs int           `json:"bandwidth_mbs"`
-	LatencyNs    int           `json:"latency_ns"`
-	Source       string        `json:"source"`
+	Provider     p2p.Addr          `json:"provider"`
+	Client       p2p.Addr          `json:"client"`
+	Path         p2p.PathClass     `json:"path"`
+	MapType      p2p.MapType       `json:"map_type"`
+	Distance     int               `json:"distance"`
+	Policy       p2p.Policy        `json:"policy"`
+	Outcome      p2p.Outcome       `json:"outcome"`
+	PeerMem      p2p.Outcome       `json:"peer_mem_outcome"`
+	BandwidthMBs int               `json:"bandwidth_mbs"`
+	LatencyNs    int               `json:"latency_ns"`
+	Source       p2p.VerdictSource `json:"source"`
 }
 
 type topoMatrix struct {
+	Kernel  p2p.Release  `json:"kernel"`
 	Devices []topoDevice `json:"devices"`
 	Matrix  [][]topoCell `json:"matrix"`
 }
@@ -361,7 +395,7 @@ func buildMatrix(o *p2p.Oracle, src *p2p.Sysfs) (*topoMatrix, error) {
 			nics = append(nics, d)
 		}
 	}
-	m := &topoMatrix{Devices: append(accels, nics...)}
+	m := &topoMatrix{Kernel: o.Kernel(), Devices: append(accels, nics...)}
 	for _, r := range m.Devices {
 		row := make([]topoCell, len(m.Devices))
 		for j, c := range m.Devices {
@@ -374,7 +408,7 @@ func buildMatrix(o *p2p.Oracle, src *p2p.Sysfs) (*topoMatrix, error) {
 				return nil, err
 			}
 			row[j] = topoCell{Provider: provider, Client: client, Path: v.Path, MapType: v.MapType, Distance: v.Distance,
-				Policy: v.Policy, Outcome: v.Outcome, BandwidthMBs: v.BandwidthMBs(), LatencyNs: v.LatencyNs(), Source: v.Source}
+				Policy: v.Policy, Outcome: v.Outcome, PeerMem: v.PeerMem.Outcome, BandwidthMBs: v.BandwidthMBs(), LatencyNs: v.LatencyNs(), Source: v.Source}
 		}
 		m.Matrix = append(m.Matrix, row)
 	}

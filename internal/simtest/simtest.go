@@ -125,7 +125,8 @@ func runIn(name, lib string, examples bool) (int, error) {
 		fmt.Printf("=== simtest: inside the emulated %s\n", name)
 	}
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = sim.EmulatorEnv(os.Environ(), dir, lib, []string{"EFAP2P_TOPOLOGY", modelEnv}, modelEnv+"="+name)
+	cmd.Env = sim.EmulatorEnv(os.Environ(), dir, lib, []string{"EFAP2P_TOPOLOGY", "EFAP2P_KERNEL", modelEnv},
+		modelEnv+"="+name, "EFAP2P_KERNEL="+mm.KernelRelease().String())
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, os.Stdout, os.Stderr
 	err = cmd.Run()
 	var ee *exec.ExitError

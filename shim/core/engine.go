@@ -27,14 +27,22 @@ type engine struct {
 }
 
 // newEngine opens the sysfs tree at root and an oracle over it, reading
-// the topology file when one is named. warnf reports what the oracle works
-// around (a bad topology file), once each.
-func newEngine(root, topology string, warnf func(string, ...any)) *engine {
+// the topology file when one is named and deciding by the rules of the
+// kernel release named (EFAP2P_KERNEL; "" for uname -r). warnf reports
+// what the oracle works around (a bad topology file, a malformed release),
+// once each.
+func newEngine(root, topology, kernel string, warnf func(string, ...any)) *engine {
 	s, err := p2p.OpenSysfs(root)
 	if err != nil {
 		return &engine{err: err}
 	}
-	o := p2p.NewOracleWith(p2p.NewTopology(s), p2p.Options{TopologyFile: topology, Warnf: warnf})
+	var rel p2p.Release
+	if kernel != "" {
+		if rel, err = p2p.ParseRelease(kernel); err != nil {
+			warnf("%s: %v; using the running kernel's rules", p2p.KernelEnv, err)
+		}
+	}
+	o := p2p.NewOracleWith(p2p.NewTopology(s), p2p.Options{TopologyFile: topology, Warnf: warnf, Kernel: rel})
 	return &engine{sysfs: s, oracle: o}
 }
 
@@ -104,10 +112,11 @@ func errnoOf(err error) syscall.Errno {
 	return syscall.EIO
 }
 
-// answer is a struct efadv_p2p_attr with its reason still a Go string.
+// answer is a struct efadv_p2p_attr with its strings still Go strings.
 type answer struct {
-	attr   abi.P2PAttr // Reason is left 0: the cgo layer sets it
+	attr   abi.P2PAttr // Reason and KernelRelease are left 0: the cgo layer sets them
 	reason string
+	kernel string
 }
 
 // peer answers efadv_p2p_query_peer: the verdict for ibdev's NIC DMAing
@@ -231,7 +240,7 @@ func answerOf(v *p2p.Verdict, flags uint32, reason string) answer {
 	if !v.Certain {
 		flags |= abi.P2PFlagUncertain
 	}
-	return answer{reason: reason, attr: abi.P2PAttr{
+	return answer{reason: reason, kernel: v.Kernel.String(), attr: abi.P2PAttr{
 		MapType:      uint32(v.MapType),
 		Distance:     int32(v.Distance),
 		Path:         uint32(v.Path),
@@ -244,20 +253,41 @@ func answerOf(v *p2p.Verdict, flags uint32, reason string) answer {
 		PeerDomain:   v.Provider.Domain,
 		PeerBus:      v.Provider.Bus,
 		PeerDevFn:    v.Provider.DevFn(),
+
+		PeerMemOutcome:  uint32(v.PeerMem.Outcome),
+		PeerMemProvider: peerMemOf(v.PeerMem),
 	}}
 }
 
-func policyOf(p string) uint32 {
+func peerMemOf(pm p2p.PeerMem) uint32 {
+	switch {
+	case !pm.Present:
+		return abi.P2PPeerMemUnknown
+	case pm.Provider == "":
+		return abi.P2PPeerMemNone
+	case pm.Provider == "NVIDIA":
+		return abi.P2PPeerMemNVIDIA
+	case pm.Provider == "NVIDIA peermem":
+		return abi.P2PPeerMemNVIDIAPeermem
+	case pm.Provider == "NEURON":
+		return abi.P2PPeerMemNeuron
+	}
+	return abi.P2PPeerMemOther
+}
+
+func policyOf(p p2p.Policy) uint32 {
 	switch p {
 	case p2p.PolicyAMDGPU:
 		return abi.P2PPolicyAMDGPU
 	case p2p.PolicyNVIDIA:
 		return abi.P2PPolicyNVIDIA
+	case p2p.PolicyNeuron:
+		return abi.P2PPolicyNeuron
 	}
 	return abi.P2PPolicyKernel
 }
 
-func sourceOf(s string) uint32 {
+func sourceOf(s p2p.VerdictSource) uint32 {
 	switch s {
 	case p2p.SourceACPI:
 		return abi.P2PSourceACPI

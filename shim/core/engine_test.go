@@ -39,9 +39,25 @@ func tree(t testing.TB, model string) string {
 
 const refusedModel = "../../ctests/emulator/refused.json"
 
+// modelKernel is the release a model declares for its emulated host.
+func modelKernel(t testing.TB, model string) string {
+	t.Helper()
+	var m *sim.Machine
+	var err error
+	if strings.HasSuffix(model, ".json") {
+		m, err = sim.LoadFile(model)
+	} else {
+		m, err = sim.Builtin(model)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.KernelRelease().String()
+}
+
 func newTestEngine(t testing.TB, model, topology string) (*engine, *[]string) {
 	var warnings []string
-	e := newEngine(tree(t, model), topology, func(f string, a ...any) {
+	e := newEngine(tree(t, model), topology, modelKernel(t, model), func(f string, a ...any) {
 		warnings = append(warnings, fmt.Sprintf(f, a...))
 	})
 	if e.err != nil {
@@ -78,7 +94,7 @@ func TestNICErrors(t *testing.T) {
 	if a, errno := e.nic("mlx5_0"); errno != syscall.ENODEV || a.reaches || a.summary == "" {
 		t.Errorf("unknown device: %v %v %q", a.reaches, errno, a.summary)
 	}
-	none := newEngine(filepath.Join(t.TempDir(), "nothing"), "", nil)
+	none := newEngine(filepath.Join(t.TempDir(), "nothing"), "", "", nil)
 	if _, errno := none.nic("rdmap79s0"); errno != syscall.EIO {
 		t.Errorf("no tree: errno %v, want EIO", errno)
 	}
@@ -171,11 +187,11 @@ func TestTopologyFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	var warned []string
-	e := newEngine(dir, good, func(f string, a ...any) { warned = append(warned, fmt.Sprintf(f, a...)) })
+	e := newEngine(dir, good, "latest", func(f string, a ...any) { warned = append(warned, fmt.Sprintf(f, a...)) })
 	if a := e.dmabuf("rdmap5s0", "nvidia"); a.decision != dmabufRefuse || len(warned) != 0 {
 		t.Errorf("blocked NIC: decision %d, warnings %q", a.decision, warned)
 	}
-	e = newEngine(dir, bad, func(f string, a ...any) { warned = append(warned, fmt.Sprintf(f, a...)) })
+	e = newEngine(dir, bad, "latest", func(f string, a ...any) { warned = append(warned, fmt.Sprintf(f, a...)) })
 	e.nic("rdmap3s0")
 	e.nic("rdmap5s0")
 	if a := e.dmabuf("rdmap5s0", "nvidia"); a.decision != dmabufAllow || len(warned) != 1 {
@@ -195,7 +211,7 @@ func BenchmarkColdP5AllNICs(b *testing.B) {
 		names = append(names, fmt.Sprintf("rdmap%ds0", n.Addr.Bus))
 	}
 	for b.Loop() {
-		e := newEngine(dir, "", nil)
+		e := newEngine(dir, "", "latest", nil)
 		for _, n := range names {
 			if a, errno := e.nic(n); errno != 0 || !a.reaches {
 				b.Fatalf("%s: %v %v", n, a.reaches, errno)

@@ -79,14 +79,17 @@ func efap2p_core_init(cfg *C.struct_efap2p_core_config) C.int {
 		// The oracle's work is small and serial: two Ps keep the runtime's
 		// threads few in the host process.
 		runtime.GOMAXPROCS(2)
-		topology := ""
+		topology, kernel := "", ""
 		if cfg != nil {
 			logLevel = int(cfg.log_level)
 			if cfg.topology != nil {
 				topology = C.GoString(cfg.topology)
 			}
+			if cfg.kernel != nil {
+				kernel = C.GoString(cfg.kernel)
+			}
 		}
-		eng = newEngine(p2p.SysfsRoot(), topology, func(format string, args ...any) {
+		eng = newEngine(p2p.SysfsRoot(), topology, kernel, func(format string, args ...any) {
 			logf(C.EFAP2P_LOG_ERROR, format, args...)
 		})
 		if eng.err != nil {
@@ -159,6 +162,7 @@ func efap2p_core_peer(ibdev *C.char, domain, bus, devfn C.uint32_t, out *C.struc
 // abi.P2PAttr to the C layout.
 func putAttr(dst *C.struct_efadv_p2p_attr, a answer) {
 	a.attr.Reason = uintptr(unsafe.Pointer(cstring(a.reason)))
+	a.attr.KernelRelease = uintptr(unsafe.Pointer(cstring(a.kernel)))
 	*(*abi.P2PAttr)(unsafe.Pointer(dst)) = a.attr
 }
 

@@ -6,6 +6,7 @@
  *   EFAP2P_MODE      enforce (default) | advise | off
  *   EFAP2P_LOG       off | error (default) | info | debug
  *   EFAP2P_TOPOLOGY  a topology file written by `efap2p export`
+ *   EFAP2P_KERNEL    the kernel release whose p2pdma rules decide (default uname -r)
  *   EFAP2P_CORE      the Go core to load instead of the one found next to
  *                    the library
  */
@@ -56,6 +57,7 @@ static void config_read(void)
 	config.mode = pick(mode, modes, EFAP2P_MODE_ENFORCE, &bad_mode);
 	config.topology = nonempty(secure_getenv("EFAP2P_TOPOLOGY"));
 	config.core = nonempty(secure_getenv("EFAP2P_CORE"));
+	config.kernel = nonempty(secure_getenv("EFAP2P_KERNEL"));
 	/* efap2p_log would wait on config_once: write these directly */
 	if (bad_log)
 		log_line(EFAP2P_LOG_ERROR, "EFAP2P_LOG=%s is not off, error, info or debug: using error", log);

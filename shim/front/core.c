@@ -181,7 +181,8 @@ static int bind_core(void *h, char *why, size_t len)
 static int load_core(void)
 {
 	const struct efap2p_config *cfg = efap2p_config();
-	struct efap2p_core_config cc = { .topology = cfg->topology, .log_level = cfg->log_level };
+	struct efap2p_core_config cc = { .topology = cfg->topology, .log_level = cfg->log_level,
+					 .kernel = cfg->kernel };
 	const char *go = go_in_process();
 	char why[PATH_MAX + 128];
 	void *h;

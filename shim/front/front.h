@@ -31,6 +31,7 @@ struct efap2p_config {
 	int log_level;		/* EFAP2P_LOG_* of efap2p_core.h */
 	const char *topology;	/* NULL when unset */
 	const char *core;	/* EFAP2P_CORE, NULL when unset */
+	const char *kernel;	/* EFAP2P_KERNEL, NULL when unset */
 };
 
 const struct efap2p_config *efap2p_config(void);
