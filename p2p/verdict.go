@@ -199,6 +199,7 @@ type hostDecision struct {
 	cpuKnown bool
 	byCPU    bool              // cpu_supports_p2pdma passed
 	bridge   hostBridgeVerdict // the whitelist, when the CPU did not pass
+	provider *WhitelistEntry   // the provider's entry, with two host bridges
 	hmat     *hmatDecision     // the HMAT (p2p-hmat), when neither passed
 }
 
@@ -229,6 +230,7 @@ func (t *Topology) hostDecide(ru *Rules, pr, cr RootBus) hostDecision {
 	if pr == cr {
 		d.bridge = check(pr, true)
 	} else if d.bridge = check(pr, false); d.bridge.ok {
+		d.provider = d.bridge.entry
 		d.bridge = check(cr, false)
 	}
 	if !d.bridge.ok && ru.HMAT {
@@ -265,12 +267,17 @@ func (t *Topology) hostBridgeCheck(ru *Rules, v *Verdict, p, c *Function, acsPat
 	case d.bridge.ok:
 		v.Rule = RuleWhitelist
 		v.Whitelist = d.bridge.entry
-		e := d.bridge.entry
-		id := "every device of vendor " + hexID(e.Vendor, 0)[:4]
-		if e.Device != AnyDevice {
-			id = hexID(e.Vendor, uint16(e.Device))
+		name := func(e *WhitelistEntry) string {
+			if e.Device == AnyDevice {
+				return "every device of vendor " + hexID(e.Vendor, 0)[:4] + ", " + e.Note
+			}
+			return hexID(e.Vendor, uint16(e.Device)) + ", " + e.Note
 		}
-		fmt.Fprintf(&why, "The host bridge (%s, %s) is in the P2PDMA whitelist of %s (THRU_HOST_BRIDGE, distance %d).", id, e.Note, ru.describe(), v.Distance)
+		if d.provider != nil {
+			fmt.Fprintf(&why, "Both host bridges are in the P2PDMA whitelist of %s: the provider's (%s) and the client's (%s) (THRU_HOST_BRIDGE, distance %d).", ru.describe(), name(d.provider), name(d.bridge.entry), v.Distance)
+		} else {
+			fmt.Fprintf(&why, "The host bridge (%s) is in the P2PDMA whitelist of %s (THRU_HOST_BRIDGE, distance %d).", name(d.bridge.entry), ru.describe(), v.Distance)
+		}
 	case d.hmat != nil && d.hmat.allowed:
 		v.Rule = RuleACPI
 		v.Source = SourceACPI
