@@ -19,6 +19,9 @@ func TestTopologyFile(t *testing.T) {
 	pairs := map[string][2]string{ // NIC, its GPU
 		"p5.48xlarge":      {"0000:4f:00.0", "0000:53:00.0"},
 		"intel-acs-switch": {"0000:04:00.0", "0000:03:00.0"},
+		"multi-domain":     {"0000:02:00.0", "0000:01:00.0"},
+		"arm64-devicetree": {"0001:01:00.0", "0000:01:00.0"},
+		"hyperv-vpci":      {"0003:00:00.0", "0001:00:00.0"},
 	}
 	pair, ok := pairs[m.Name]
 	if !ok {

@@ -36,8 +36,10 @@ import (
 )
 
 // Models are the machine models the tests run in by default. The first
-// one also runs the examples, whose output is written for it.
-var Models = []string{"p5.48xlarge", "intel-acs-switch"}
+// one also runs the examples, whose output is written for it. The last
+// three put root buses where the kernel does on VMD (a domain above
+// 0xffff), devicetree and Hyper-V vPCI hosts.
+var Models = []string{"p5.48xlarge", "intel-acs-switch", "multi-domain", "arm64-devicetree", "hyperv-vpci"}
 
 // modelEnv marks a child process: it names the model it runs in.
 const modelEnv = "EFAP2P_SIMTEST_MODEL"
