@@ -25,14 +25,17 @@ func init() {
 type oracleFlags struct {
 	sysfs    string
 	topology string
-	kernel   string
+	kernel   *string // nil: --kernel not given
 	json     bool
 	stderr   io.Writer
 }
 
 func (o *oracleFlags) register(fs *flag.FlagSet, withTopology bool) {
 	fs.StringVar(&o.sysfs, "sysfs", "", "sysfs root `DIR` to read (default $SYSFS_PATH, else /sys)")
-	fs.StringVar(&o.kernel, "kernel", "", "decide by the p2pdma rules of kernel `RELEASE` (\"6.1.0-28-amd64\", \"latest\" for the newest known, \"p2p-hmat\" with the ACPI HMAT P2P series; default $EFAP2P_KERNEL, else the running kernel's)")
+	fs.Func("kernel", "decide by the p2pdma rules of kernel `RELEASE` (\"6.1.0-28-amd64\", \"latest\" for the newest known, \"p2p-hmat\" with the ACPI HMAT P2P series; default $EFAP2P_KERNEL, else the running kernel's)", func(v string) error {
+		o.kernel = &v
+		return nil
+	})
 	if withTopology {
 		fs.StringVar(&o.topology, "topology", "", "topology `FILE` written by 'efap2p export' (default $EFAP2P_TOPOLOGY)")
 	}
@@ -56,8 +59,8 @@ func (o *oracleFlags) open() (*p2p.Oracle, *p2p.Sysfs, error) {
 		opts.TopologyFile = os.Getenv("EFAP2P_TOPOLOGY")
 	}
 	switch {
-	case o.kernel != "":
-		r, err := p2p.ParseRelease(o.kernel)
+	case o.kernel != nil:
+		r, err := p2p.ParseRelease(*o.kernel)
 		if err != nil {
 			return nil, nil, usagef("--kernel: %w", err)
 		}
