@@ -383,11 +383,10 @@ var peerMemDrivers = map[string]string{
 // peerMemPath decides the peer-memory path of an accelerator provider and
 // an EFA NIC client.
 func (t *Topology) peerMemPath(v *Verdict, p, c *Function) {
-	if at, err := c.Attrs(); err != nil || at.Vendor != VendorAmazon || at.Class>>16 != 0x02 {
-		return
-	}
-	pa, err := p.Attrs()
-	if err != nil || !pa.IsAccelerator() {
+	// Cheap, cached reads first: the client's class and driver (the
+	// in-tree and the out-of-tree EFA driver both bind as "efa"), the
+	// provider's class; its IDs only where a Neuron device could hide.
+	if cl, err := c.Class(); err != nil || cl>>16 != 0x02 || c.Driver() != "efa" || !p.isAccelerator() {
 		return
 	}
 	e := t.peerMemProvider(c.Addr)

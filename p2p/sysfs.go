@@ -56,6 +56,10 @@ type Sysfs struct {
 	// (devicetree) or another bus (Hyper-V vPCI).
 	rootMu   sync.Mutex
 	rootDirs map[RootBus]string
+	// fnDirs is each function's device directory as Chain resolved its
+	// bus/pci/devices link: reading attributes there spares the kernel
+	// following the link again on every open.
+	fnDirs map[Addr]string
 }
 
 // ErrNoSysfs is wrapped when a directory does not hold a PCI sysfs tree.
@@ -86,7 +90,12 @@ func (s *Sysfs) Stats() SysfsStats {
 }
 
 func (s *Sysfs) devPath(a Addr, name string) string {
-	p := s.root + "/bus/pci/devices/" + a.String()
+	s.rootMu.Lock()
+	p, ok := s.fnDirs[a]
+	s.rootMu.Unlock()
+	if !ok {
+		p = s.root + "/bus/pci/devices/" + a.String()
+	}
 	if name != "" {
 		p += "/" + name
 	}
@@ -114,8 +123,15 @@ func (s *Sysfs) Chain(a Addr) (RootBus, []Addr, error) {
 	s.rootMu.Lock()
 	if s.rootDirs == nil {
 		s.rootDirs = map[RootBus]string{}
+		s.fnDirs = map[Addr]string{}
 	}
 	s.rootDirs[root] = dir
+	// A relative link (as sysfs writes them) that stays inside the tree.
+	if !filepath.IsAbs(target) {
+		if d := filepath.Join(s.root, "bus/pci/devices", target); strings.HasPrefix(d, filepath.Join(s.root, "devices")+"/") {
+			s.fnDirs[a] = d
+		}
+	}
 	s.rootMu.Unlock()
 	return root, chain, nil
 }

@@ -56,6 +56,23 @@ func NeuronName(vendor, device uint16) string {
 	return neuronDevices[device]
 }
 
+// isAccelerator reports an accelerator by class, reading the function's
+// IDs only for a class a Neuron device might have.
+func (f *Function) isAccelerator() bool {
+	c, err := f.Class()
+	if err != nil {
+		return false
+	}
+	if IsAcceleratorClass(c) {
+		return true
+	}
+	if !maybeNeuronClass(c) {
+		return false
+	}
+	at, err := f.Attrs()
+	return err == nil && IsNeuron(at.Vendor, at.Device)
+}
+
 // maybeNeuronClass reports a class a Neuron device might have: anything
 // but storage, network and bridges, whose vendor is read to find out.
 func maybeNeuronClass(class uint32) bool {
@@ -392,17 +409,10 @@ func (t *Topology) Accelerators() ([]*Function, error) {
 		if err != nil {
 			continue
 		}
-		c, err := f.Class()
-		if err != nil {
+		if _, err := f.Class(); err != nil {
 			continue
 		}
-		accel := IsAcceleratorClass(c) || t.extraAccel[a]
-		if !accel && maybeNeuronClass(c) {
-			if at, err := f.Attrs(); err == nil && IsNeuron(at.Vendor, at.Device) {
-				accel = true
-			}
-		}
-		if accel {
+		if t.extraAccel[a] || f.isAccelerator() {
 			out = append(out, f)
 		}
 	}
