@@ -96,7 +96,8 @@ const (
 	IBVAccessRelaxedOrder = 1 << 20
 )
 
-// P2PAttr is struct efadv_p2p_attr (64 bytes).
+// P2PAttr is struct efadv_p2p_attr (80 bytes; 64 up to reason before
+// efap2p 1.1).
 type P2PAttr struct {
 	CompMask     uint64
 	MapType      uint32
@@ -113,13 +114,20 @@ type P2PAttr struct {
 	PeerDevFn    uint8
 	Reserved     [6]uint8
 	Reason       uintptr // const char *, owned by the library
+	// Since efap2p 1.1 (filled when inlen reaches them).
+	PeerMemOutcome  uint32
+	PeerMemProvider uint32
+	KernelRelease   uintptr // const char *, owned by the library
 }
 
 // P2PAttr layout: the size, and the end of the fields a caller's inlen must
 // cover at least (through distance).
 const (
-	P2PAttrSize   = 64
+	P2PAttrSize   = 80
 	P2PAttrMinLen = 16
+	// P2PAttrSizeV1 is the size before the peer-memory and release
+	// fields (efap2p 1.0): callers passing it keep working.
+	P2PAttrSizeV1 = 64
 )
 
 // enum efadv_p2p_map_type.
@@ -154,6 +162,7 @@ const (
 	P2PPolicyKernel = 0
 	P2PPolicyAMDGPU = 1
 	P2PPolicyNVIDIA = 2
+	P2PPolicyNeuron = 3
 )
 
 // enum efadv_p2p_source.
@@ -161,6 +170,16 @@ const (
 	P2PSourceComputed     = 0
 	P2PSourceACPI         = 1
 	P2PSourceTopologyFile = 2
+)
+
+// enum efadv_p2p_peer_mem.
+const (
+	P2PPeerMemUnknown       = 0
+	P2PPeerMemNone          = 1
+	P2PPeerMemNVIDIA        = 2
+	P2PPeerMemNVIDIAPeermem = 3
+	P2PPeerMemNeuron        = 4
+	P2PPeerMemOther         = 5
 )
 
 // efadv_p2p_attr.flags.

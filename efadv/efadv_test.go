@@ -21,10 +21,18 @@ import (
 // p2pDMA is, per model, whether every EFA NIC gets the P2P_DMA cap: each
 // p5.48xlarge NIC shares a switch with an H100 (nvidia, passthrough VM:
 // p2p); no intel-acs-switch NIC reaches a GPU other than through system
-// memory (amdgpu bounces what the kernel refuses).
+// memory (amdgpu bounces what the kernel refuses). multi-domain: each
+// NIC reaches both MI210s outside the VMD domain through whitelisted
+// 8086:09a2 host bridges (amdgpu, PCIe: p2p). arm64-devicetree: the NIC
+// reaches the L4 bound to vfio-pci through host bridges whose first
+// devices are Google root ports 1ae0:2000 (whitelisted by vendor in 7.1).
+// hyperv-vpci: each NIC reaches an H100 (nvidia, in a VM: p2p).
 var p2pDMA = map[string]bool{
 	"p5.48xlarge":      true,
 	"intel-acs-switch": false,
+	"multi-domain":     true,
+	"arm64-devicetree": true,
+	"hyperv-vpci":      true,
 }
 
 func open(t testing.TB, name string) *verbs.Context {
@@ -114,7 +122,7 @@ type verdict struct {
 	Distance int
 	Path     p2p.PathClass
 	Outcome  string
-	Policy   string
+	Policy   p2p.Policy
 }
 
 // TestQueryP2PExpected asks, for every expected pair of the model whose
@@ -148,8 +156,8 @@ func TestQueryP2PExpected(t *testing.T) {
 		if want.Path == p2p.PathUnknown {
 			got.Path = p2p.PathUnknown
 		}
-		if want.Policy == "" {
-			got.Policy = ""
+		if want.Policy == p2p.PolicyUnknown {
+			got.Policy = p2p.PolicyUnknown
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s: provider %s, client %s (%s) (-want +got):\n%s\nwhy (model): %s\nreason: %s", m.Name, p.Provider, p.Client, f.IBDev(), diff, p.Why, v.Reason)
@@ -200,6 +208,20 @@ var dmabufCases = map[string]struct {
 		{name: "DRM PRIME name", owner: "0000:06:00.0", expName: "drm", exporter: "drm", best: "0000:03:00.0", outcome: p2p.OutcomeBounced},
 		{name: "system heap", expName: "system", wantErr: p2p.ErrSystemMemory},
 		{name: "unknown exporter", owner: "0000:03:00.0", expName: "mystery", wantErr: p2p.ErrUnknownExporter},
+	}},
+	// Both MI210s outside VMD are p2p from 0000:02:00.0; the one on the
+	// NIC's NUMA node (PHB, not SYS) is the most favourable.
+	"multi-domain": {"0000:02:00.0", []dmabufCase{
+		{name: "MI210 of the other domain", owner: "0001:01:00.0", exporter: "amdgpu", best: "0000:01:00.0", outcome: p2p.OutcomeP2P},
+		{name: "system heap", expName: "system", wantErr: p2p.ErrSystemMemory},
+	}},
+	"arm64-devicetree": {"0001:01:00.0", []dmabufCase{
+		{name: "vfio-pci BAR", owner: "0000:01:00.0", expName: "vfio_pci_core", exporter: "vfio_pci_core", best: "0000:01:00.0", outcome: p2p.OutcomeP2P},
+	}},
+	// The H100 on the NIC's NUMA node 0 (NODE) beats the one on node 1 (SYS).
+	"hyperv-vpci": {"0003:00:00.0", []dmabufCase{
+		{name: "H100 on the other node", owner: "0002:00:00.0", exporter: "nvidia", best: "0001:00:00.0", outcome: p2p.OutcomeP2P},
+		{name: "amdgpu in a VM", owner: "0005:00:00.0", exporter: "amdgpu", best: "0005:00:00.0", outcome: p2p.OutcomeBounced},
 	}},
 }
 

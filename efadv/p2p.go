@@ -22,19 +22,26 @@ func buildOracle() (*p2p.Oracle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("efadv: the P2P oracle: %w", err)
 	}
+	rel, err := p2p.ReleaseFromEnv()
+	if err != nil {
+		warnf("%v", err)
+	}
 	return p2p.NewOracleWith(p2p.NewTopology(src), p2p.Options{
 		TopologyFiles: p2p.TopologyFileCandidates(),
 		Warnf:         warnf,
+		Kernel:        rel,
 	}), nil
 }
 
 // Oracle returns the process's P2P oracle, built on first use from the
 // sysfs tree libibverbs reads ($SYSFS_PATH, else /sys) and the machine's
-// topology file: $EFAP2P_TOPOLOGY, else the default places
-// (/run/efap2p/topology.json, /etc/efap2p/topology.json; see
-// p2p.TopologyFileCandidates), when one describes this machine. Every
-// function of this package asks this one oracle; its verdicts are cached
-// for the life of the process.
+// topology file ($EFAP2P_TOPOLOGY, else the default places
+// /run/efap2p/topology.json, /etc/efap2p/topology.json; see
+// p2p.TopologyFileCandidates) when one describes this machine, deciding by
+// the rules of the kernel release $EFAP2P_KERNEL names ("6.1.0-28-amd64",
+// "latest", "p2p-hmat"), else of the running kernel. Every function of
+// this package asks this one oracle; its verdicts are cached for the life
+// of the process.
 func Oracle() (*p2p.Oracle, error) { return oracle() }
 
 var warned sync.Map
@@ -104,7 +111,9 @@ func reaches(ctx *verbs.Context) bool {
 // QueryP2P returns the oracle's verdict for the context's NIC DMAing into
 // memory owned by the PCI function peer: map type and distance as the
 // kernel decides them, the path class, the exporting driver's outcome
-// (p2p, bounced or refused), the source and the reason. The verdict is
+// (p2p, bounced or refused) on the dma-buf path, the peer-memory path
+// (Verdict.PeerMem: the out-of-tree EFA driver's provider), the kernel
+// release decided for, the source and the reason. The verdict is
 // shared and cached: do not modify it. A peer that is not on the machine
 // gives an error wrapping p2p.ErrNoFunction; a closed context one wrapping
 // verbs.ErrClosed.

@@ -20,6 +20,9 @@ func TestTopologyFile(t *testing.T) {
 	pairs := map[string][2]string{ // NIC, its GPU
 		"p5.48xlarge":      {"0000:4f:00.0", "0000:53:00.0"},
 		"intel-acs-switch": {"0000:04:00.0", "0000:03:00.0"},
+		"multi-domain":     {"0000:02:00.0", "0000:01:00.0"},
+		"arm64-devicetree": {"0001:01:00.0", "0000:01:00.0"},
+		"hyperv-vpci":      {"0003:00:00.0", "0001:00:00.0"},
 	}
 	pair, ok := pairs[m.Name]
 	if !ok {
@@ -32,7 +35,11 @@ func TestTopologyFile(t *testing.T) {
 	}
 	blocked := p2p.NewTopologyFile("test")
 	blocked.NICs = append(blocked.NICs, p2p.TopoNIC{Addr: nic, PeerAccessBlocked: true, Note: "test"})
-	if err := blocked.RecordMachine(p2p.NewTopology(src), false); err != nil {
+	rel, err := p2p.ReleaseFromEnv() // the release efadv decides for
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := blocked.RecordMachine(p2p.NewOracleWith(p2p.NewTopology(src), p2p.Options{Kernel: rel}), false); err != nil {
 		t.Fatal(err)
 	}
 	data, err := blocked.Marshal()
@@ -50,7 +57,7 @@ func TestTopologyFile(t *testing.T) {
 		content    []byte
 		place      string // "": named by EFAP2P_TOPOLOGY; else a default place under EFAP2P_TOPOLOGY_ROOT
 		wantP2P    bool
-		wantSource string
+		wantSource p2p.VerdictSource
 		wantOut    p2p.Outcome // OutcomeUnknown: not checked
 		fileErr    bool
 	}{

@@ -387,8 +387,8 @@ func (c *checker) buildPairs() error {
 			p := Pair{Accelerator: a.Addr, NIC: n.Addr, Path: v.Path}
 			blocked := append(append([]string{}, c.nicBlocked[n.Addr]...), c.accBlocked[a.Addr]...)
 			dist := v.Distance
-			p.DMABuf = PathAnswer{MapType: v.MapType.String(), Distance: &dist, Rule: v.Rule.String(), Policy: v.Policy,
-				Source: v.Source, Certain: v.Certain, Reason: v.Reason, Hint: v.Hint, Outcome: v.Outcome.String()}
+			p.DMABuf = PathAnswer{MapType: v.MapType.String(), Distance: &dist, Rule: v.Rule.String(), Policy: v.Policy.String(),
+				Source: v.Source.String(), Certain: v.Certain, Reason: v.Reason, Hint: v.Hint, Outcome: v.Outcome.String()}
 			dmBlocked := blocked
 			if !h.DMABuf.Supported {
 				dmBlocked = append(dmBlocked, CodeKernelDMABuf)
@@ -400,7 +400,7 @@ func (c *checker) buildPairs() error {
 				p.PeerMemory = c.peerPath(v, a, n.Addr, *prov, blocked)
 			}
 			c.decide(&p, v)
-			c.r.Host.countSource(v.Source)
+			c.r.Host.countSource(v.Source.String())
 			c.r.Pairs = append(c.r.Pairs, p)
 		}
 	}
@@ -441,11 +441,16 @@ func (c *checker) peerPath(v *p2p.Verdict, a *Accelerator, nic p2p.Addr, provide
 }
 
 // peerMemoryOutcome is the oracle's per-pair verdict for the peer-memory
-// path, when the oracle gives one. The oracle of this build decides the
-// dma-buf path only, so there is none yet: the pair's answer then rests on
-// its dma-buf path, and where that is not P2P, the pair is undecided.
+// path (the EFA driver's provider serves the accelerator's driver, or not),
+// when the oracle gives one: not without the driver's p2p attribute.
 func peerMemoryOutcome(v *p2p.Verdict) (outcome string, certain bool, reason string, ok bool) {
-	return "", false, "", false
+	pm := v.PeerMem
+	if !pm.Present || pm.Outcome == p2p.OutcomeUnknown {
+		return "", false, "", false
+	}
+	reason = fmt.Sprintf("the EFA driver's peer-memory provider %q %s memory of this accelerator's driver by address",
+		pm.Provider, map[bool]string{true: "registers", false: "does not register"}[pm.Outcome == p2p.OutcomeP2P])
+	return pm.Outcome.String(), true, reason, true
 }
 
 // decide sets the pair's P2P and Certain from its paths.

@@ -428,10 +428,10 @@ func TestKernel(t *testing.T) {
 		{p4d, "5.16.0", nodecheck.StatusOK, "", "in-tree EFA driver"},
 		{p4d, "latest", nodecheck.StatusOK, "", ""},
 		// The out-of-tree driver has dma-buf from 5.12; before, its
-		// peer-memory provider carries the pairs, which this build does
-		// not decide pair by pair.
+		// peer-memory provider ("NVIDIA peermem", which serves the
+		// nvidia driver of the H100s) carries every pair.
 		{p5, "5.12.0", nodecheck.StatusOK, "", ""},
-		{p5, "5.10.0", nodecheck.StatusUnknown, "peer-memory-undecided", "through the EFA driver's peer-memory provider"},
+		{p5, "5.10.0", nodecheck.StatusOK, "", "through the EFA driver's peer-memory provider"},
 	}
 	for _, tt := range tests {
 		r := run(t, tt.dir, "", nodecheck.Options{Kernel: tt.kernel})

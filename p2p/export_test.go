@@ -2,11 +2,10 @@
 
 package p2p
 
-// SetMachineForTest makes the topology file checks see the given kernel
-// release and boot ID; the returned function restores the real ones.
-func SetMachineForTest(kernel, bootID string) (restore func()) {
-	k, b := runningKernel, currentBootID
-	runningKernel = func() string { return kernel }
+// SetBootIDForTest makes the topology file checks see the given boot ID;
+// the returned function restores the real one.
+func SetBootIDForTest(bootID string) (restore func()) {
+	b := currentBootID
 	currentBootID = func() string { return bootID }
-	return func() { runningKernel, currentBootID = k, b }
+	return func() { currentBootID = b }
 }

@@ -70,15 +70,9 @@ const atSecure = 23 // AT_SECURE in the ELF auxiliary vector
 // secure_getenv and libibverbs do.
 func SecureExec() bool { return secureExec() }
 
-// What a topology file is checked against; tests replace them.
+// This boot's ID, which a boot-time topology file is checked against;
+// tests replace it.
 var (
-	runningKernel = func() string {
-		var u unix.Utsname
-		if unix.Uname(&u) != nil {
-			return ""
-		}
-		return unix.ByteSliceToString(u.Release[:])
-	}
 	currentBootID = func() string {
 		b, err := readFileLimited("/proc/sys/kernel/random/boot_id", 64)
 		if err != nil {
@@ -122,7 +116,7 @@ func writers(mode uint32) string {
 // loadTopologyFile reads a topology file the oracle may use: a regular file
 // root or this user owns and only they can write, well-formed, describing
 // the machine t reads. why says, when it is used, what made it trusted.
-func loadTopologyFile(name string, t *Topology) (tf *TopologyFile, why string, err error) {
+func loadTopologyFile(name string, t *Topology, rel Release) (tf *TopologyFile, why string, err error) {
 	data, st, err := readFileStat(name, MaxTopologyFileSize)
 	if err != nil {
 		return nil, "", topoErrorf(nil, "%w", err)
@@ -133,7 +127,7 @@ func loadTopologyFile(name string, t *Topology) (tf *TopologyFile, why string, e
 	if tf, err = ParseTopologyFile(data, name); err != nil {
 		return nil, "", err
 	}
-	what, err := tf.checkMachine(name, t)
+	what, err := tf.checkMachine(name, t, rel)
 	if err != nil {
 		return nil, "", err
 	}
@@ -144,17 +138,34 @@ func loadTopologyFile(name string, t *Topology) (tf *TopologyFile, why string, e
 	return tf, fmt.Sprintf("owned by %s, mode %04o, %s", owner, st.Mode&0o7777, what), nil
 }
 
-// checkMachine tells whether the file describes the machine t reads: the
-// kernel it was decided for, the boot it was written in (a boot-time file),
+// checkMachine tells whether the file describes the machine t reads, whose
+// verdicts are decided for release rel: the kernel release the file was
+// decided for, the boot it was written in (a boot-time file),
 // and, for a file that outlives boots, every PCI function it covers, with
 // the same IDs. A boot-time file's functions are not read again: its boot
 // ID proves they were enumerated in this boot, and the udev rule refreshes
 // it when devices come or go. It returns what matched, for explanations.
-func (tf *TopologyFile) checkMachine(name string, t *Topology) (string, error) {
+func (tf *TopologyFile) checkMachine(name string, t *Topology, rel Release) (string, error) {
 	m := &tf.Machine
 	var what []string
+	// the functions first: that another machine wrote a file says more
+	// than that another kernel did
+	if m.BootID == "" {
+		for _, f := range m.Functions {
+			v, d, _ := parseDeviceID(f.ID)
+			hv, hd, err := t.functionIDs(f.Addr)
+			switch {
+			case errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrNoFunction):
+				return "", topoErrorf(ErrOtherMachine, "%s describes another machine: %s is %s there, absent here", name, f.Addr, f.ID)
+			case err != nil:
+				return "", topoErrorf(nil, "%s: cannot tell whether it describes this machine: %s: %w", name, f.Addr, err)
+			case hv != v || hd != d:
+				return "", topoErrorf(ErrOtherMachine, "%s describes another machine: %s is %s there, %s here", name, f.Addr, f.ID, hexID(hv, hd))
+			}
+		}
+	}
 	if m.Kernel != "" {
-		if k := runningKernel(); k != m.Kernel {
+		if k := rel.String(); k != m.Kernel {
 			return "", topoErrorf(ErrOtherMachine, "%s was written for kernel %s, this is %s", name, m.Kernel, k)
 		}
 		what = append(what, "kernel "+m.Kernel)
@@ -163,20 +174,7 @@ func (tf *TopologyFile) checkMachine(name string, t *Topology) (string, error) {
 		if b := currentBootID(); b != m.BootID {
 			return "", topoErrorf(ErrOtherMachine, "%s was written during boot %s, this is boot %s (a boot-time file is rewritten at every boot)", name, m.BootID, b)
 		}
-		what = append(what, "written in this boot")
-		return strings.Join(what, ", "), nil
-	}
-	for _, f := range m.Functions {
-		v, d, _ := parseDeviceID(f.ID)
-		hv, hd, err := t.functionIDs(f.Addr)
-		switch {
-		case errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrNoFunction):
-			return "", topoErrorf(ErrOtherMachine, "%s describes another machine: %s is %s there, absent here", name, f.Addr, f.ID)
-		case err != nil:
-			return "", topoErrorf(nil, "%s: cannot tell whether it describes this machine: %s: %w", name, f.Addr, err)
-		case hv != v || hd != d:
-			return "", topoErrorf(ErrOtherMachine, "%s describes another machine: %s is %s there, %s here", name, f.Addr, f.ID, hexID(hv, hd))
-		}
+		return strings.Join(append(what, "written in this boot"), ", "), nil
 	}
 	what = append(what, fmt.Sprintf("its %d PCI functions present with the same IDs", len(m.Functions)))
 	return strings.Join(what, ", "), nil
@@ -213,10 +211,12 @@ func (t *Topology) functionIDs(a Addr) (uint16, uint16, error) {
 	return at.Vendor, at.Device, err
 }
 
-// RecordMachine fills tf.Machine from the machine t reads: the running
-// kernel, this boot's ID when boot is set (a file written at boot, valid
-// for this boot only), and the IDs of every PCI function the file names.
-func (tf *TopologyFile) RecordMachine(t *Topology, boot bool) error {
+// RecordMachine fills tf.Machine from the machine the oracle o reads: the
+// kernel release it decides for, this boot's ID when boot is set (a file
+// written at boot, valid for this boot only), and the IDs of every PCI
+// function the file names.
+func (tf *TopologyFile) RecordMachine(o *Oracle, boot bool) error {
+	t := o.Topology()
 	seen := map[Addr]bool{}
 	var addrs []Addr
 	note := func(a Addr) {
@@ -235,7 +235,7 @@ func (tf *TopologyFile) RecordMachine(t *Topology, boot bool) error {
 		note(p.Provider)
 		note(p.Client)
 	}
-	m := TopoMachine{Kernel: runningKernel(), Functions: []TopoFunction{}}
+	m := TopoMachine{Kernel: o.Kernel().String(), Functions: []TopoFunction{}}
 	if boot {
 		if m.BootID = currentBootID(); m.BootID == "" {
 			return errors.New("cannot read this boot's ID (/proc/sys/kernel/random/boot_id)")

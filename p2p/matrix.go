@@ -35,6 +35,9 @@ func (m *Matrix) Cell(i, j int) (MapType, int, PathClass) {
 func (o *Oracle) Matrix(addrs []Addr) (*Matrix, error) {
 	t := o.topo
 	n := len(addrs)
+	if o.rules.HMAT {
+		return o.matrixByVerdict(addrs)
+	}
 	fns := make([]*Function, n)
 	for i, a := range addrs {
 		f, err := t.Function(a)
@@ -107,7 +110,7 @@ func (o *Oracle) Matrix(addrs []Addr) (*Matrix, error) {
 	hostOK := make([]bool, len(rootList)*len(rootList))
 	for a := range rootList {
 		for b := range rootList {
-			hostOK[a*len(rootList)+b] = t.hostBridgeAllows(rootList[a], rootList[b])
+			hostOK[a*len(rootList)+b] = t.hostBridgeAllows(o.rules, rootList[a], rootList[b])
 		}
 	}
 	g.hostOK, g.nroots = hostOK, len(rootList)
@@ -133,6 +136,29 @@ func (o *Oracle) Matrix(addrs []Addr) (*Matrix, error) {
 	}
 	close(rows)
 	wg.Wait()
+	return m, nil
+}
+
+// matrixByVerdict fills the matrix from the kernel rule pair by pair,
+// without the cache: the rules of the HMAT series decide ACS per port and
+// per egress port, which the packed walk does not model.
+func (o *Oracle) matrixByVerdict(addrs []Addr) (*Matrix, error) {
+	t := o.topo
+	fns := make([]*Function, len(addrs))
+	for i, a := range addrs {
+		f, err := t.Function(a)
+		if err != nil {
+			return nil, err
+		}
+		fns[i] = f
+	}
+	m := &Matrix{Addrs: append([]Addr(nil), addrs...), cells: make([]uint16, len(addrs)*len(addrs))}
+	for i, p := range fns {
+		for j, c := range fns {
+			v := t.computeVerdict(o.rules, p, c)
+			m.cells[i*len(addrs)+j] = uint16(v.MapType) | uint16(v.Path)<<cellPathPos | uint16(v.Distance)<<cellDistPos
+		}
+	}
 	return m, nil
 }
 

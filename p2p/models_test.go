@@ -18,11 +18,12 @@ type got struct {
 	Path        p2p.PathClass
 	ACSRedirect []p2p.Addr
 	Outcome     string
-	Policy      string
+	Policy      p2p.Policy
+	PeerMem     string
 }
 
 func want(p sim.Pair) got {
-	w := got{MapType: p.MapType, Distance: p.Distance, Path: p.Path, ACSRedirect: p.ACSRedirect, Outcome: p.ExpectedOutcome(), Policy: p.Policy}
+	w := got{MapType: p.MapType, Distance: p.Distance, Path: p.Path, ACSRedirect: p.ACSRedirect, Outcome: p.ExpectedOutcome(), Policy: p.Policy, PeerMem: p.PeerMem}
 	if w.ACSRedirect == nil {
 		w.ACSRedirect = []p2p.Addr{}
 	}
@@ -42,13 +43,19 @@ func checkModel(t *testing.T, m *sim.Machine, o *p2p.Oracle) {
 			t.Errorf("%s -> %s: %v", p.Provider, p.Client, err)
 			continue
 		}
-		g := got{v.MapType, v.Distance, v.Path, v.ACSRedirect, v.Outcome.String(), v.Policy}
+		g := got{v.MapType, v.Distance, v.Path, v.ACSRedirect, v.Outcome.String(), v.Policy, v.PeerMem.Outcome.String()}
 		w := want(p)
 		if w.Path == p2p.PathUnknown {
 			g.Path = p2p.PathUnknown
 		}
-		if w.Policy == "" {
-			g.Policy = ""
+		if w.Policy == p2p.PolicyUnknown {
+			g.Policy = p2p.PolicyUnknown
+		}
+		if w.PeerMem == "" {
+			g.PeerMem = ""
+		}
+		if v.Kernel != m.KernelRelease() {
+			t.Errorf("%s -> %s: decided for kernel %s, the model's is %s", p.Provider, p.Client, v.Kernel, m.KernelRelease())
 		}
 		if diff := cmp.Diff(w, g); diff != "" {
 			t.Errorf("%s: provider %s, client %s (-want +got):\n%s\nwhy (model): %s\nreason (oracle): %s", m.Name, p.Provider, p.Client, diff, p.Why, v.Reason)
@@ -76,7 +83,7 @@ func TestModelsFromSysfs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkModel(t, m, p2p.NewOracle(p2p.NewTopology(src)))
+			checkModel(t, m, p2p.NewOracleWith(p2p.NewTopology(src), p2p.Options{Kernel: m.KernelRelease()}))
 		})
 	}
 }
@@ -90,7 +97,7 @@ func TestModelsInMemory(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkModel(t, m, p2p.NewOracle(p2p.NewTopology(m.Source())))
+			checkModel(t, m, p2p.NewOracleWith(p2p.NewTopology(m.Source()), p2p.Options{Kernel: m.KernelRelease()}))
 		})
 	}
 }

@@ -15,9 +15,10 @@ import (
 // verdict for the life of the process (the kernel never invalidates its own
 // cache either). It is safe for concurrent use.
 type Oracle struct {
-	topo *Topology
-	opts Options
-	file *topoIndex // the topology file, when one was read
+	topo  *Topology
+	opts  Options
+	rules *Rules
+	file  *topoIndex // the topology file, when one was read
 	// fileWhy says why the file was trusted; fileErr is why a topology
 	// file was not used (the first one refused).
 	fileWhy string
@@ -51,7 +52,7 @@ func pairKey(p, c Addr) (uint64, bool) {
 // Options configure an Oracle.
 type Options struct {
 	// TopologyFile is a file written by `efap2p export`; its verdicts take
-	// precedence over the ACPI table and the computed ones. A file that
+	// precedence over the ACPI tables and the computed ones. A file that
 	// cannot be used (malformed, writable by others than root and this
 	// user, or describing another machine, kernel or boot) is reported once
 	// through Warnf and ignored.
@@ -63,6 +64,10 @@ type Options struct {
 	TopologyFiles []string
 	// Warnf reports problems the oracle works around (each one once).
 	Warnf func(format string, args ...any)
+	// Kernel is the release whose rules decide the verdicts; the zero
+	// value means the running kernel's (uname -r), or the newest rules
+	// when that cannot be read.
+	Kernel Release
 }
 
 // NewOracle returns an oracle over topo with default options.
@@ -72,12 +77,21 @@ func NewOracle(topo *Topology) *Oracle { return NewOracleWith(topo, Options{}) }
 func NewOracleWith(topo *Topology, opts Options) *Oracle {
 	o := &Oracle{topo: topo, opts: opts, dirty: map[uint64]*Verdict{}, wide: map[pair]*Verdict{}, warned: map[string]bool{}}
 	o.read.Store(&map[uint64]*Verdict{})
+	rel := opts.Kernel
+	if rel.IsZero() {
+		var err error
+		if rel, err = RunningRelease(); err != nil {
+			o.warn("%v; deciding by the newest rules known", err)
+			rel = ReleaseLatest
+		}
+	}
+	o.rules = RulesFor(rel)
 	names, explicit := opts.TopologyFiles, false
 	if opts.TopologyFile != "" {
 		names, explicit = []string{opts.TopologyFile}, true
 	}
 	for _, name := range names {
-		tf, why, err := loadTopologyFile(name, topo)
+		tf, why, err := loadTopologyFile(name, topo, o.rules.Release)
 		if err != nil {
 			if !explicit && errors.Is(err, fs.ErrNotExist) {
 				continue
@@ -122,6 +136,12 @@ func (o *Oracle) warn(format string, args ...any) {
 
 // Topology returns the topology the oracle reads.
 func (o *Oracle) Topology() *Topology { return o.topo }
+
+// Kernel returns the release whose rules the oracle decides by.
+func (o *Oracle) Kernel() Release { return o.rules.Release }
+
+// Rules returns the rules the oracle decides by.
+func (o *Oracle) Rules() *Rules { return o.rules }
 
 // Verdict returns the kernel's verdict for a DMA from client into
 // provider's memory. The returned Verdict is shared: do not modify it.
@@ -197,9 +217,11 @@ func (o *Oracle) compute(provider, client Addr, k uint64, narrow bool) (*Verdict
 }
 
 // build works out a verdict from the sources in precedence order: the
-// topology file, else the kernel rule (with the ACPI table's reachability
-// in place of the host-bridge check where it has an entry), the exporter's
-// policy, and the NIC-level facts of the topology file.
+// topology file, else the kernel rule of the oracle's release (with the
+// ACPI HMAT in the host-bridge check under p2p-hmat, and its figures as the
+// path's bandwidth and latency wherever it describes the host bridges),
+// the exporter's policy, the peer-memory path, and the NIC-level facts of
+// the topology file.
 func (o *Oracle) build(provider, client Addr) (*Verdict, error) {
 	if o.file != nil {
 		if tp := o.file.pairs[pair{provider, client}]; tp != nil {
@@ -214,47 +236,33 @@ func (o *Oracle) build(provider, client Addr) (*Verdict, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
-	v := o.topo.computeVerdict(p, c)
+	t := o.topo
+	v := t.computeVerdict(o.rules, p, c)
+	lca := commonAncestor(p, c)
+	throughHost := v.MapType == MapThruHostBridge || v.MapType == MapNotSupported
 	v.fig = &figures{compute: func() (int, int) {
-		return bottleneckMBs(p, c, commonAncestor(p, c)), estimateLatency(v.Distance, v.Path)
-	}}
-
-	fig, reachable, decided, err := o.topo.acpiLookup(provider, client)
-	if err != nil {
-		o.warn("%v; ignoring the ACPI P2P table", err)
-		decided = false
-	}
-	if decided {
-		v.Source = SourceACPI
-		if reachable {
-			if !v.MapType.Supported() {
-				v.MapType, v.Rule, v.Certain = MapThruHostBridge, RuleACPI, true
+		bw, lat := bottleneckMBs(p, c, lca), estimateLatency(v.Distance, v.Path)
+		if throughHost {
+			if h := t.hmatPath(p.Root, c.Root); h.allowed {
+				if b := h.coord.BandwidthMBs(); b > 0 {
+					bw = b
+				}
+				if l := h.coord.LatencyNs(); l > 0 {
+					lat = l
+				}
 			}
-			v.addReason(fmt.Sprintf("The ACPI P2P table lists %s as reachable from %s (%d MB/s, %d ns).", provider, client, fig.BandwidthMBs, fig.LatencyNs))
-			computed := v.fig
-			v.fig = &figures{compute: func() (int, int) {
-				bw, lat := computed.get()
-				if fig.BandwidthMBs > 0 {
-					bw = fig.BandwidthMBs
-				}
-				if fig.LatencyNs > 0 {
-					lat = fig.LatencyNs
-				}
-				return bw, lat
-			}}
-		} else {
-			v.MapType, v.Rule, v.Certain = MapNotSupported, RuleACPI, true
-			v.addReason(fmt.Sprintf("The ACPI P2P table lists the peers %s reaches, and %s is not among them.", client, provider))
 		}
-	}
-	o.topo.applyPolicy(v, p, c)
-	if decided && !reachable {
-		v.Outcome = OutcomeRefused
-	}
+		return bw, lat
+	}}
+	t.applyPolicy(o.rules, v, p, c)
+	t.peerMemPath(v, p, c)
 	if n, ok := o.fileBlocked(client); ok {
 		v.Outcome, v.Source = OutcomeRefused, SourceTopologyFile
+		if v.PeerMem.Outcome == OutcomeP2P {
+			v.PeerMem.Outcome = OutcomeRefused
+		}
 		v.addReason(blockedReason(o.file.name, n))
-	} else if cl, err := c.Class(); err == nil && cl>>16 == 0x02 && v.Outcome == OutcomeP2P && !decided {
+	} else if cl, err := c.Class(); err == nil && cl>>16 == 0x02 && v.P2P() {
 		v.addReason("Whether the NIC's firmware allows peer access cannot be seen in sysfs; where it does not, record it in the operator's topology file (efap2p export --peer-blocked NIC -o /etc/efap2p/topology.json).")
 	}
 	return v, nil

@@ -3,7 +3,9 @@
 package p2p
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"strconv"
 	"strings"
 )
@@ -34,26 +36,13 @@ func (o Outcome) String() string { return enumName(outcomeNames, o, "Outcome") }
 func (o Outcome) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
 
 // UnmarshalText implements encoding.TextUnmarshaler.
+// "unknown" parses too (a path that cannot be decided, as the peer-memory
+// path without a provider attribute).
 func (o *Outcome) UnmarshalText(b []byte) error {
-	v, err := enumParse[Outcome](outcomeNames[1:], string(b), "outcome", "p2p, bounced or refused")
-	if err == nil {
-		v++ // outcomeNames[1:] starts at OutcomeP2P
-	}
+	v, err := enumParse[Outcome](outcomeNames, string(b), "outcome", "p2p, bounced or refused")
 	*o = v
 	return err
 }
-
-// Exporter policies: whose rule decided the outcome.
-const (
-	// PolicyKernel: the exporter applies the kernel's distance check and
-	// refuses on failure (xe, vfio-pci, unknown or absent drivers).
-	PolicyKernel = "kernel"
-	// PolicyAMDGPU: amdgpu applies the kernel's check but on failure
-	// migrates the buffer to system memory instead of refusing.
-	PolicyAMDGPU = "amdgpu"
-	// PolicyNVIDIA: NVIDIA's open kernel modules apply their own rule.
-	PolicyNVIDIA = "nvidia"
-)
 
 // nvidiaFlaggedChipsets are the chipsets NVIDIA's driver marks as
 // unsupported for PCI P2P (NV_FLAG_PCI_P2P_UNSUPPORTED_CHIPSET): on them a
@@ -87,40 +76,56 @@ var nvidiaCoherentGPUs = map[uint16]string{
 // attach checks the PCI topology (580.65.06); older ones allow every peer.
 var nvidiaFirstTopologyCheck = [3]int{580, 65, 6}
 
-// policyFor names the rule of the driver bound to the provider.
-func policyFor(driver string) string {
+// NeuronDriver is the PCI driver of AWS Neuron devices (aws-neuron-driver
+// registers "neuron-driver"; its dma-bufs are exported as "neuron").
+const NeuronDriver = "neuron-driver"
+
+// PolicyFor names the rule of the driver bound to the provider.
+func PolicyFor(driver string) Policy {
 	switch driver {
 	case "nvidia":
 		return PolicyNVIDIA
 	case "amdgpu":
 		return PolicyAMDGPU
+	case NeuronDriver:
+		return PolicyNeuron
 	}
 	return PolicyKernel
 }
 
 // applyPolicy sets the verdict's Policy and Outcome from the provider's
-// exporting driver, and adds that driver's reasoning to the explanation.
-func (t *Topology) applyPolicy(v *Verdict, p, c *Function) {
+// exporting driver under the rules ru, and adds that driver's reasoning to
+// the explanation.
+func (t *Topology) applyPolicy(ru *Rules, v *Verdict, p, c *Function) {
 	driver := p.Driver()
-	v.Policy = policyFor(driver)
+	v.Policy = PolicyFor(driver)
 	switch v.Policy {
 	case PolicyAMDGPU:
-		if v.MapType.Supported() {
-			v.Outcome = OutcomeP2P
-			v.addReason("amdgpu exports the memory and keeps it in VRAM for a peer the kernel allows (kernels before 6.15 still move buffers pinned by an importer such as EFA to system memory).")
-		} else {
+		switch {
+		case !v.MapType.Supported():
 			v.Outcome = OutcomeBounced
 			v.addReason("amdgpu does not refuse: it marks the attachment non-P2P and migrates the buffer to system memory, so registration succeeds but the NIC's DMA bounces through host memory.")
+		case !ru.AMDGPUPinnedVRAM && pinsDmabuf(c):
+			v.Outcome = OutcomeBounced
+			v.addReason(fmt.Sprintf("The kernel allows the peer, but amdgpu in Linux %s moves every buffer an importer pins (an RDMA NIC such as EFA pins its dma-buf MRs) to system memory; it keeps it in VRAM for a P2P-capable importer from 6.15 (f5e7fabd1f5c). Registration succeeds and the NIC's DMA bounces through host memory.", ru.Release))
+		default:
+			v.Outcome = OutcomeP2P
+			v.addReason("amdgpu exports the memory and keeps it in VRAM for a peer the kernel allows, also when the importer pins it (6.15 and later).")
 		}
 	case PolicyNVIDIA:
 		t.nvidiaPolicy(v, p, c)
+	case PolicyNeuron:
+		v.Outcome = OutcomeP2P
+		v.addReason("The Neuron driver exports the device memory and lets any importer attach (one at a time) without consulting the kernel's p2pdma check (aws-neuron-driver ndmabuf_attach), so the NIC's DMA goes straight to the Neuron device.")
 	default:
 		if v.MapType.Supported() {
 			v.Outcome = OutcomeP2P
 		} else {
 			v.Outcome = OutcomeRefused
 		}
-		if driver != "" {
+		if driver == "vfio-pci" && !ru.Release.AtLeast(release619) && !ru.Release.IsLatest() {
+			v.addReason(fmt.Sprintf("vfio-pci exports BAR memory as dma-bufs from Linux 6.19 (P2PDMA providers); in %s it exports none, and the kernel's check would apply.", ru.Release))
+		} else if driver != "" {
 			v.addReason(fmt.Sprintf("The exporter (%s) applies the kernel's check as it is.", driver))
 		} else {
 			v.addReason("No driver is bound to the provider; an exporter would apply the kernel's check.")
@@ -182,6 +187,14 @@ func (t *Topology) nvidiaPolicy(v *Verdict, p, c *Function) {
 		return
 	}
 	allow("The nvidia driver allows the peer: no coherent link, no override, not a flagged chipset (it does not consult the kernel's p2pdma check).")
+}
+
+// pinsDmabuf reports an importer that pins the dma-bufs it maps: an RDMA
+// NIC (class 02: ib_umem_dmabuf_get_pinned), unlike a GPU importer that
+// attaches dynamically.
+func pinsDmabuf(c *Function) bool {
+	cl, err := c.Class()
+	return err == nil && cl>>16 == 0x02
 }
 
 // commonAncestor2 is commonAncestor for two possibly nil upstream bridges.
@@ -290,4 +303,110 @@ func (v *Verdict) addReason(s string) {
 		v.Reason += " "
 	}
 	v.Reason += s
+}
+
+// PeerMem is the peer-memory registration path of a (accelerator, NIC)
+// pair: the out-of-tree EFA driver (amzn-drivers) registers accelerator
+// memory by virtual address through the provider its p2p attribute names,
+// without dma-buf or p2pdma.
+type PeerMem struct {
+	// Provider is the NIC function's p2p attribute: "NVIDIA" (the
+	// nvidia_p2p_* API), "NVIDIA peermem" (the efa_nv_peermem shim),
+	// "NEURON", or "" (the driver has no provider).
+	Provider string `json:"provider"`
+	// Present is false when the NIC has no p2p attribute: the in-tree
+	// EFA driver (dma-buf only), or not an EFA NIC.
+	Present bool `json:"present"`
+	// Outcome is p2p when the provider serves the accelerator's driver,
+	// refused when the driver has none for it, unknown without the
+	// attribute.
+	Outcome Outcome `json:"outcome"`
+}
+
+// PeerMemSource is an optional Source interface: the out-of-tree EFA
+// driver's p2p attribute.
+type PeerMemSource interface {
+	// PeerMemProvider returns the p2p attribute of the NIC's PCI
+	// function; present is false without one.
+	PeerMemProvider(nic Addr) (provider string, present bool, err error)
+}
+
+// PeerMemProvider implements PeerMemSource from bus/pci/devices/<nic>/p2p.
+func (s *Sysfs) PeerMemProvider(nic Addr) (string, bool, error) {
+	b, err := s.readAttr(s.devPath(nic, "p2p"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	return strings.TrimSpace(b), true, nil
+}
+
+type peerMemEntry struct {
+	provider string
+	present  bool
+}
+
+// peerMemProvider reads a NIC's p2p attribute once.
+func (t *Topology) peerMemProvider(nic Addr) peerMemEntry {
+	t.mu.Lock()
+	e, ok := t.peerMem[nic]
+	t.mu.Unlock()
+	if ok {
+		return e
+	}
+	if src, ok := t.src.(PeerMemSource); ok {
+		if p, present, err := src.PeerMemProvider(nic); err == nil {
+			e = peerMemEntry{p, present}
+		}
+	}
+	t.mu.Lock()
+	if t.peerMem == nil {
+		t.peerMem = map[Addr]peerMemEntry{}
+	}
+	t.peerMem[nic] = e
+	t.mu.Unlock()
+	return e
+}
+
+// peerMemDrivers maps a provider to the accelerator driver whose memory it
+// registers. Provenance: amzn-drivers kernel/linux/efa (efa_p2p.c,
+// efa_nvmem_impl.h, efa_neuronmem.c, efa_sysfs.c): the attribute names the
+// first available provider.
+var peerMemDrivers = map[string]string{
+	"NVIDIA":         "nvidia",
+	"NVIDIA peermem": "nvidia",
+	"NEURON":         NeuronDriver,
+}
+
+// peerMemPath decides the peer-memory path of an accelerator provider and
+// an EFA NIC client.
+func (t *Topology) peerMemPath(v *Verdict, p, c *Function) {
+	// Cheap, cached reads first: the client's class and driver (the
+	// in-tree and the out-of-tree EFA driver both bind as "efa"), the
+	// provider's class; its IDs only where a Neuron device could hide.
+	if cl, err := c.Class(); err != nil || cl>>16 != 0x02 || c.Driver() != "efa" || !p.isAccelerator() {
+		return
+	}
+	e := t.peerMemProvider(c.Addr)
+	v.PeerMem = PeerMem{Provider: e.provider, Present: e.present}
+	driver := p.Driver()
+	switch want, known := peerMemDrivers[e.provider]; {
+	case !e.present:
+		v.PeerMem.Outcome = OutcomeUnknown
+		v.addReason("The NIC has no p2p attribute (the in-tree EFA driver, which registers accelerator memory by dma-buf only): no peer-memory path.")
+	case e.provider == "":
+		v.PeerMem.Outcome = OutcomeRefused
+		v.addReason("The out-of-tree EFA driver has no peer-memory provider (its p2p attribute is empty): registering the accelerator's memory by address fails.")
+	case !known:
+		v.PeerMem.Outcome = OutcomeUnknown
+		v.addReason(fmt.Sprintf("The EFA driver names a peer-memory provider efap2p does not know (%q).", e.provider))
+	case want == driver:
+		v.PeerMem.Outcome = OutcomeP2P
+		v.addReason(fmt.Sprintf("Peer memory: the out-of-tree EFA driver registers %s memory by address through its %q provider, which pins the device pages for the NIC without the kernel's p2pdma check: true P2P.", driver, e.provider))
+	default:
+		v.PeerMem.Outcome = OutcomeRefused
+		v.addReason(fmt.Sprintf("Peer memory: the EFA driver's provider (%q) serves %s memory, not this accelerator's (driver %q).", e.provider, want, driver))
+	}
 }

@@ -69,7 +69,7 @@ func blockedP5(t *testing.T) *sim.Machine {
 }
 
 // TestBlockedNIC: a NIC whose firmware blocks peer access is refused only
-// when a topology file or the ACPI table says so.
+// when a topology file says so (sysfs and the ACPI tables cannot show it).
 func TestBlockedNIC(t *testing.T) {
 	m := blockedP5(t)
 	dir := t.TempDir()
@@ -101,18 +101,6 @@ func TestBlockedNIC(t *testing.T) {
 	if ok, _, _ := o.ReachesAccelerator(p2p.MustParseAddr("0000:50:00.0")); !ok {
 		t.Error("its neighbour, not blocked, does not reach one")
 	}
-
-	// The ACPI table: an entry for the NIC with no peers.
-	m.ACPIP2P = []sim.ACPIEntry{{Function: p5NIC}}
-	dir = t.TempDir()
-	if err := m.Write(dir, sim.WriteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	o, _ = openOracle(t, dir)
-	v, _ = o.Verdict(p5GPU, p5NIC)
-	if v.Outcome != p2p.OutcomeRefused || v.Source != p2p.SourceACPI || v.MapType != p2p.MapNotSupported {
-		t.Errorf("with an ACPI entry: %s %s from %s", v.MapType, v.Outcome, v.Source)
-	}
 }
 
 // writeTopology writes tf to file as export does: stamped with the
@@ -123,7 +111,7 @@ func writeTopology(t *testing.T, dir, file string, tf *p2p.TopologyFile) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tf.RecordMachine(p2p.NewTopology(src), false); err != nil {
+	if err := tf.RecordMachine(p2p.NewOracle(p2p.NewTopology(src)), false); err != nil {
 		t.Fatal(err)
 	}
 	data, err := tf.Marshal()
@@ -135,36 +123,10 @@ func writeTopology(t *testing.T, dir, file string, tf *p2p.TopologyFile) {
 	}
 }
 
-// TestACPIReplacesWhitelist: an ACPI entry listing a peer makes a pair the
-// whitelist refuses reachable, with the table's figures.
-func TestACPIReplacesWhitelist(t *testing.T) {
-	m, err := sim.Builtin("intel-acs-switch")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var gpu, nic p2p.Addr
-	for _, p := range m.Pairs() {
-		if p.MapType == p2p.MapNotSupported && m.Function(p.Client).EFA != nil {
-			gpu, nic = p.Provider, p.Client
-			break
-		}
-	}
-	m.ACPIP2P = []sim.ACPIEntry{{Function: nic, Peers: []sim.ACPIPeer{{Peer: gpu, LatencyNs: 900, BandwidthMBs: 12000}}}}
-	o := p2p.NewOracle(p2p.NewTopology(m.Source()))
-	v, err := o.Verdict(gpu, nic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v.MapType != p2p.MapThruHostBridge || v.Source != p2p.SourceACPI || v.Rule != p2p.RuleACPI || v.Outcome != p2p.OutcomeP2P || v.BandwidthMBs() != 12000 || v.LatencyNs() != 900 {
-		t.Errorf("got %s %s %s %s %d MB/s %d ns", v.MapType, v.Source, v.Rule, v.Outcome, v.BandwidthMBs(), v.LatencyNs())
-	}
-}
-
-// TestPrecedence: the topology file wins over the ACPI table, which wins
-// over the computed verdict.
+// TestPrecedence: the topology file wins over the computed verdict (the
+// ACPI tables' place is in hmat_test.go).
 func TestPrecedence(t *testing.T) {
 	m := blockedP5(t)
-	m.ACPIP2P = []sim.ACPIEntry{{Function: p5NIC}} // ACPI: unreachable
 	dir := t.TempDir()
 	if err := m.Write(dir, sim.WriteOptions{}); err != nil {
 		t.Fatal(err)
@@ -176,7 +138,7 @@ func TestPrecedence(t *testing.T) {
 	src, _ := p2p.OpenSysfs(dir)
 	o := p2p.NewOracleWith(p2p.NewTopology(src), p2p.Options{TopologyFile: file})
 	if v, _ := o.Verdict(p5GPU, p5NIC); v.Source != p2p.SourceTopologyFile || v.Outcome != p2p.OutcomeP2P || v.BandwidthMBs() != 1 {
-		t.Errorf("file vs ACPI: %s %s", v.Source, v.Outcome)
+		t.Errorf("file vs computed: %s %s", v.Source, v.Outcome)
 	}
 	if v, _ := o.Verdict(p5GPU, p2p.MustParseAddr("0000:50:00.0")); v.Source != p2p.SourceComputed {
 		t.Errorf("a pair neither lists: source %s", v.Source)

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 )
@@ -49,6 +50,16 @@ type Sysfs struct {
 	root string
 
 	configDwords, configOpens, attrReads, readlinks, readdirs atomic.Int64
+
+	// rootDirs is where each root bus seen by Chain lives: under
+	// devices/, below a PCI function (VMD), a platform device
+	// (devicetree) or another bus (Hyper-V vPCI).
+	rootMu   sync.Mutex
+	rootDirs map[RootBus]string
+	// fnDirs is each function's device directory as Chain resolved its
+	// bus/pci/devices link: reading attributes there spares the kernel
+	// following the link again on every open.
+	fnDirs map[Addr]string
 }
 
 // ErrNoSysfs is wrapped when a directory does not hold a PCI sysfs tree.
@@ -79,7 +90,12 @@ func (s *Sysfs) Stats() SysfsStats {
 }
 
 func (s *Sysfs) devPath(a Addr, name string) string {
-	p := s.root + "/bus/pci/devices/" + a.String()
+	s.rootMu.Lock()
+	p, ok := s.fnDirs[a]
+	s.rootMu.Unlock()
+	if !ok {
+		p = s.root + "/bus/pci/devices/" + a.String()
+	}
 	if name != "" {
 		p += "/" + name
 	}
@@ -90,27 +106,73 @@ func (s *Sysfs) devPath(a Addr, name string) string {
 // bridge above the function, as the kernel nests device directories.
 func (s *Sysfs) Chain(a Addr) (RootBus, []Addr, error) {
 	s.readlinks.Add(1)
-	target, err := os.Readlink(s.devPath(a, ""))
+	// the link itself, never the directory an earlier Chain resolved it to
+	target, err := os.Readlink(s.root + "/bus/pci/devices/" + a.String())
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return RootBus{}, nil, fmt.Errorf("%w: %s is not in %s", ErrNoFunction, a, s.root)
 		}
 		return RootBus{}, nil, fmt.Errorf("%w: %s: %w", ErrNoFunction, a, err)
 	}
-	return ParseDevicePath(a, target)
+	root, chain, dir, err := parseDevicePath(a, target)
+	if err != nil {
+		return root, chain, err
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(s.root, "bus/pci/devices", dir)
+	}
+	s.rootMu.Lock()
+	if s.rootDirs == nil {
+		s.rootDirs = map[RootBus]string{}
+		s.fnDirs = map[Addr]string{}
+	}
+	s.rootDirs[root] = dir
+	// A relative link (as sysfs writes them) that stays inside the tree.
+	if !filepath.IsAbs(target) {
+		if d := filepath.Join(s.root, "bus/pci/devices", target); strings.HasPrefix(d, filepath.Join(s.root, "devices")+"/") {
+			s.fnDirs[a] = d
+		}
+	}
+	s.rootMu.Unlock()
+	return root, chain, nil
+}
+
+// rootDir returns the directory of a root bus's host bridge device
+// (pciDDDD:BB): where Chain found it, else under devices/.
+func (s *Sysfs) rootDir(r RootBus) string {
+	s.rootMu.Lock()
+	d, ok := s.rootDirs[r]
+	s.rootMu.Unlock()
+	if ok {
+		return d
+	}
+	return filepath.Join(s.root, "devices", r.String())
 }
 
 // ParseDevicePath extracts the root bus and the upstream chain (root bus
 // side first, a last) from the target of a bus/pci/devices/<a> link or any
-// path of a device directory. The chain restarts at every root bus directory
-// on the way, as for a VMD domain nested below a PCI function.
+// path of a device directory. The root bus may sit anywhere: under
+// devices/, below a PCI function (a VMD domain), a platform device
+// (devicetree host controllers) or another bus (Hyper-V vPCI); the chain
+// restarts at every root bus directory on the way.
 func ParseDevicePath(a Addr, path string) (RootBus, []Addr, error) {
+	r, chain, _, err := parseDevicePath(a, path)
+	return r, chain, err
+}
+
+// parseDevicePath is ParseDevicePath that also returns the path of the
+// root bus directory (a prefix of path).
+func parseDevicePath(a Addr, path string) (RootBus, []Addr, string, error) {
 	var root RootBus
 	var chain []Addr
 	haveRoot := false
+	rootEnd := 0
+	pos := 0
 	for _, comp := range strings.Split(path, "/") {
+		pos += len(comp) + 1
 		if r, ok := ParseRootBus(comp); ok {
 			root, chain, haveRoot = r, chain[:0], true
+			rootEnd = pos - 1
 			continue
 		}
 		if !haveRoot {
@@ -125,9 +187,9 @@ func ParseDevicePath(a Addr, path string) (RootBus, []Addr, error) {
 		haveRoot, chain = false, chain[:0]
 	}
 	if !haveRoot || len(chain) == 0 || chain[len(chain)-1] != a {
-		return RootBus{}, nil, fmt.Errorf("%w: %s: device path %q has no PCI root bus", ErrNoFunction, a, path)
+		return RootBus{}, nil, "", fmt.Errorf("%w: %s: device path %q has no PCI root bus", ErrNoFunction, a, path)
 	}
-	return root, chain, nil
+	return root, chain, path[:rootEnd], nil
 }
 
 // Class implements Source.
@@ -241,11 +303,12 @@ func (s *Sysfs) ACS(a Addr) (ACS, error) {
 	return ReadACS(cs)
 }
 
-// HostBridge implements Source.
+// HostBridge implements Source: the first function of the root bus's
+// directory, wherever Chain found it.
 func (s *Sysfs) HostBridge(r RootBus) (HostBridge, error) {
 	hb := HostBridge{Root: r, PortType: -1}
 	s.readdirs.Add(1)
-	names, err := readDirNames(filepath.Join(s.root, "devices", r.String()))
+	names, err := readDirNames(s.rootDir(r))
 	if err != nil {
 		return hb, fmt.Errorf("host bridge %s: %w", r, err)
 	}

@@ -260,3 +260,20 @@ func TestRDMADevice(t *testing.T) {
 		}
 	}
 }
+
+// TestTwoOraclesOneSysfs: a second oracle over the same Sysfs (export
+// writes a file with one, reads it back with another) finds every function
+// again.
+func TestTwoOraclesOneSysfs(t *testing.T) {
+	_, dir := writeModel(t, "p5.48xlarge", sim.WriteOptions{})
+	src, err := p2p.OpenSysfs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		o := p2p.NewOracle(p2p.NewTopology(src))
+		if v, err := o.Verdict(p5GPU, p5NIC); err != nil || v.MapType != p2p.MapBusAddr {
+			t.Fatalf("oracle %d: %v, %v", i+1, v, err)
+		}
+	}
+}

@@ -86,7 +86,7 @@ type TopoPair struct {
 	MapType      MapType   `json:"map_type"`
 	Distance     int       `json:"distance"`
 	Path         PathClass `json:"path"`
-	Policy       string    `json:"policy,omitempty"`
+	Policy       Policy    `json:"policy,omitempty"`
 	Outcome      Outcome   `json:"outcome"`
 	BandwidthMBs int       `json:"bandwidth_mbs,omitempty"`
 	LatencyNs    int       `json:"latency_ns,omitempty"`

@@ -14,8 +14,12 @@ import (
 	"github.com/efap2p/efap2p/sim"
 )
 
+// testKernel is the release the tests' files are written for.
+const testKernel = "6.8.0-1015-aws"
+
 // p5File writes a topology file for the p5.48xlarge tree at dir (one pair,
-// the GPU 53:00.0 and its switch-local NIC) stamped as export stamps it.
+// the GPU 53:00.0 and its switch-local NIC) stamped as export stamps it,
+// for testKernel.
 func p5File(t *testing.T, dir string, boot bool) string {
 	t.Helper()
 	src, err := p2p.OpenSysfs(dir)
@@ -25,7 +29,8 @@ func p5File(t *testing.T, dir string, boot bool) string {
 	tf := p2p.NewTopologyFile("test")
 	tf.Pairs = append(tf.Pairs, p2p.TopoPair{Provider: p5GPU, Client: p5NIC, MapType: p2p.MapBusAddr,
 		Distance: 4, Path: p2p.PathPIX, Outcome: p2p.OutcomeRefused, Reason: "measured"})
-	if err := tf.RecordMachine(p2p.NewTopology(src), boot); err != nil {
+	o := p2p.NewOracleWith(p2p.NewTopology(src), p2p.Options{Kernel: p2p.MustParseRelease(testKernel)})
+	if err := tf.RecordMachine(o, boot); err != nil {
 		t.Fatal(err)
 	}
 	data, err := tf.Marshal()
@@ -39,16 +44,21 @@ func p5File(t *testing.T, dir string, boot bool) string {
 	return file
 }
 
-// readWith opens an oracle over the tree at dir reading the given files as
-// the default places, and returns its warnings.
+// readWith opens an oracle over the tree at dir, deciding for testKernel,
+// reading the given files as the default places, and returns its warnings.
 func readWith(t *testing.T, dir string, files ...string) (*p2p.Oracle, []string) {
+	t.Helper()
+	return readFor(t, dir, testKernel, files...)
+}
+
+func readFor(t *testing.T, dir, kernel string, files ...string) (*p2p.Oracle, []string) {
 	t.Helper()
 	src, err := p2p.OpenSysfs(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var warnings []string
-	o := p2p.NewOracleWith(p2p.NewTopology(src), p2p.Options{TopologyFiles: files,
+	o := p2p.NewOracleWith(p2p.NewTopology(src), p2p.Options{TopologyFiles: files, Kernel: p2p.MustParseRelease(kernel),
 		Warnf: func(f string, a ...any) { warnings = append(warnings, fmt.Sprintf(f, a...)) }})
 	return o, warnings
 }
@@ -75,7 +85,7 @@ func usesFile(t *testing.T, o *p2p.Oracle, want string) {
 // nor under another kernel; each says why once, and the computed verdicts
 // answer.
 func TestTopologyFileDescribesAnotherMachine(t *testing.T) {
-	defer p2p.SetMachineForTest("6.8.0-1015-aws", "boot-a")()
+	defer p2p.SetBootIDForTest("boot-a")()
 	_, p5 := writeModel(t, "p5.48xlarge", sim.WriteOptions{})
 	file := p5File(t, p5, false)
 
@@ -95,8 +105,7 @@ func TestTopologyFileDescribesAnotherMachine(t *testing.T) {
 		{"other kernel", p5, "6.1.0-28-amd64", "was written for kernel 6.8.0-1015-aws, this is 6.1.0-28-amd64"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			defer p2p.SetMachineForTest(tc.kernel, "boot-a")()
-			o, warnings := readWith(t, tc.dir, file)
+			o, warnings := readFor(t, tc.dir, tc.kernel, file)
 			usesFile(t, o, "")
 			if len(warnings) != 1 || !strings.HasPrefix(warnings[0], file+" "+tc.want) {
 				t.Errorf("warnings %q, want one saying %q", warnings, tc.want)
@@ -126,20 +135,20 @@ func mutated(t *testing.T, f func(*sim.Machine)) string {
 // TestBootTopologyFile: a file written at boot is used in that boot only,
 // and its functions are not read again (the boot ID proves them).
 func TestBootTopologyFile(t *testing.T) {
-	restore := p2p.SetMachineForTest("6.8.0", "boot-a")
+	restore := p2p.SetBootIDForTest("boot-a")
 	_, p5 := writeModel(t, "p5.48xlarge", sim.WriteOptions{})
 	file := p5File(t, p5, true)
 	restore()
 
 	func() {
-		defer p2p.SetMachineForTest("6.8.0", "boot-a")()
+		defer p2p.SetBootIDForTest("boot-a")()
 		o, warnings := readWith(t, p5, file)
 		usesFile(t, o, file)
 		if len(warnings) != 0 {
 			t.Errorf("warnings: %v", warnings)
 		}
 	}()
-	defer p2p.SetMachineForTest("6.8.0", "boot-b")()
+	defer p2p.SetBootIDForTest("boot-b")()
 	o, warnings := readWith(t, p5, file)
 	usesFile(t, o, "")
 	if len(warnings) != 1 || !strings.Contains(warnings[0], "written during boot boot-a, this is boot boot-b") {
@@ -149,7 +158,7 @@ func TestBootTopologyFile(t *testing.T) {
 
 // TestUntrustedTopologyFile: a file others could have written is not used.
 func TestUntrustedTopologyFile(t *testing.T) {
-	defer p2p.SetMachineForTest("6.8.0", "boot-a")()
+	defer p2p.SetBootIDForTest("boot-a")()
 	_, p5 := writeModel(t, "p5.48xlarge", sim.WriteOptions{})
 	for _, tc := range []struct {
 		name  string
@@ -187,7 +196,7 @@ var errSkip = errors.New("skip")
 // missing one is skipped silently, an unusable one is reported and the
 // next one is read.
 func TestTopologyFileCandidates(t *testing.T) {
-	defer p2p.SetMachineForTest("6.8.0", "boot-a")()
+	defer p2p.SetBootIDForTest("boot-a")()
 	_, p5 := writeModel(t, "p5.48xlarge", sim.WriteOptions{})
 	good := p5File(t, p5, false)
 	other := p5File(t, p5, false)

@@ -74,25 +74,3 @@ func FuzzParseTopologyFile(f *testing.F) {
 		}
 	})
 }
-
-func TestParseACPIEntry(t *testing.T) {
-	a, fig, err := ParseACPIEntry("0000:53:00.0", "420\n", "25000\n")
-	if err != nil || a != MustParseAddr("0000:53:00.0") || fig != (ACPIFigures{420, 25000}) {
-		t.Fatalf("got %v %v %v", a, fig, err)
-	}
-	for _, bad := range [][3]string{{"x", "1", "1"}, {"0000:53:00.0", "-1", "1"}, {"0000:53:00.0", "1", "fast"}, {"0000:53:00.0", "", ""}} {
-		if _, _, err := ParseACPIEntry(bad[0], bad[1], bad[2]); err == nil {
-			t.Errorf("ParseACPIEntry(%q) accepted", bad)
-		}
-	}
-}
-
-func FuzzParseACPIEntry(f *testing.F) {
-	f.Add("0000:53:00.0", "420\n", "25000\n")
-	f.Fuzz(func(t *testing.T, name, lat, bw string) {
-		_, fig, err := ParseACPIEntry(name, lat, bw)
-		if err == nil && (fig.LatencyNs < 0 || fig.BandwidthMBs < 0) {
-			t.Fatal("negative figures accepted")
-		}
-	})
-}

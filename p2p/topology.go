@@ -27,8 +27,61 @@ type Attrs struct {
 
 // IsAccelerator reports whether the function is a GPU or an accelerator
 // whose memory a NIC would DMA into: PCI class 0x03 (display) or 0x12
-// (processing accelerator).
-func (a Attrs) IsAccelerator() bool { return IsAcceleratorClass(a.Class) }
+// (processing accelerator), or an AWS Neuron device (Inferentia,
+// Trainium) whatever its class.
+func (a Attrs) IsAccelerator() bool {
+	return IsAcceleratorClass(a.Class) || IsNeuron(a.Vendor, a.Device)
+}
+
+// neuronDevices are the AWS Neuron devices by device ID (vendor Amazon
+// 1d0f). Provenance: aws-neuron-driver, neuron_device.h and the
+// neuron_pci_dev_ids table of neuron_pci.c (aws-neuronx-dkms 2.24).
+var neuronDevices = map[uint16]string{
+	0x7064: "Inferentia", 0x7065: "Inferentia", 0x7066: "Inferentia", 0x7067: "Inferentia",
+	0x7164: "Trainium", 0x7264: "Inferentia2", 0x7364: "Trainium2",
+}
+
+// IsNeuron reports an AWS Neuron device: an Inferentia or Trainium
+// function.
+func IsNeuron(vendor, device uint16) bool {
+	_, ok := neuronDevices[device]
+	return ok && vendor == VendorAmazon
+}
+
+// NeuronName returns "Trainium2" for a Neuron device ID, "" otherwise.
+func NeuronName(vendor, device uint16) string {
+	if vendor != VendorAmazon {
+		return ""
+	}
+	return neuronDevices[device]
+}
+
+// isAccelerator reports an accelerator by class, reading the function's
+// IDs only for a class a Neuron device might have.
+func (f *Function) isAccelerator() bool {
+	c, err := f.Class()
+	if err != nil {
+		return false
+	}
+	if IsAcceleratorClass(c) {
+		return true
+	}
+	if !maybeNeuronClass(c) {
+		return false
+	}
+	at, err := f.Attrs()
+	return err == nil && IsNeuron(at.Vendor, at.Device)
+}
+
+// maybeNeuronClass reports a class a Neuron device might have: anything
+// but storage, network and bridges, whose vendor is read to find out.
+func maybeNeuronClass(class uint32) bool {
+	switch class >> 16 {
+	case 0x01, 0x02, 0x03, 0x06, 0x12:
+		return false
+	}
+	return true
+}
 
 // IsBridge reports a PCI-to-PCI bridge (class 0x0604).
 func (a Attrs) IsBridge() bool { return a.Class>>8 == 0x0604 }
@@ -229,6 +282,9 @@ type Topology struct {
 	src Source
 
 	mu         sync.Mutex
+	acpiOnce   acpiState
+	pxms       map[RootBus]pxmEntry
+	peerMem    map[Addr]peerMemEntry
 	fns        map[Addr]*Function
 	bad        map[Addr]error
 	hbs        map[RootBus]*hostBridgeEntry
@@ -340,7 +396,9 @@ func (t *Topology) Functions() ([]Addr, error) {
 }
 
 // Accelerators lists the GPUs and accelerators: PCI class 03 (display) or
-// 12 (processing accelerator). It reads the class of every function once.
+// 12 (processing accelerator), and AWS Neuron devices. It reads the class
+// of every function once (and the IDs of functions of other classes than
+// storage, network and bridges).
 func (t *Topology) Accelerators() ([]*Function, error) {
 	t.mu.Lock()
 	done := t.accels != nil
@@ -358,7 +416,10 @@ func (t *Topology) Accelerators() ([]*Function, error) {
 		if err != nil {
 			continue
 		}
-		if c, err := f.Class(); err == nil && (IsAcceleratorClass(c) || t.extraAccel[a]) {
+		if _, err := f.Class(); err != nil {
+			continue
+		}
+		if t.extraAccel[a] || f.isAccelerator() {
 			out = append(out, f)
 		}
 	}

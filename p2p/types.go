@@ -98,13 +98,14 @@ const (
 	// RuleHostBridge: through the host bridge, refused: neither the CPU
 	// nor the whitelist allows it.
 	RuleHostBridge
-	// RuleACPI: the ACPI P2P table decided reachability.
+	// RuleACPI: through the host bridge, allowed because the ACPI HMAT
+	// describes a reachable P2P path between the host bridges (p2p-hmat).
 	RuleACPI
 	// RuleTopologyFile: an operator's topology file gave the verdict.
 	RuleTopologyFile
 )
 
-var ruleNames = []string{"none", "same-function", "common-upstream-bridge", "cpu-supports-p2pdma", "host-bridge-whitelist", "host-bridge-not-whitelisted", "acpi-p2p-table", "topology-file"}
+var ruleNames = []string{"none", "same-function", "common-upstream-bridge", "cpu-supports-p2pdma", "host-bridge-whitelist", "host-bridge-not-whitelisted", "acpi-hmat-p2p", "topology-file"}
 
 // String returns a short kebab-case name, as in `explain --json`.
 func (r Rule) String() string { return enumName(ruleNames, r, "Rule") }
@@ -116,6 +117,80 @@ func (r Rule) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
 func (r *Rule) UnmarshalText(b []byte) error {
 	v, err := enumParse[Rule](ruleNames, string(b), "rule", "one of "+strings.Join(ruleNames[1:], ", "))
 	*r = v
+	return err
+}
+
+// Policy names the rule of the driver that exports the provider's memory:
+// whose decision the Outcome is.
+type Policy uint8
+
+// The exporter policies.
+const (
+	PolicyUnknown Policy = iota
+	// PolicyKernel: the exporter applies the kernel's distance check and
+	// refuses on failure (xe, vfio-pci, unknown or absent drivers).
+	PolicyKernel
+	// PolicyAMDGPU: amdgpu applies the kernel's check but on failure
+	// migrates the buffer to system memory instead of refusing.
+	PolicyAMDGPU
+	// PolicyNVIDIA: NVIDIA's open kernel modules apply their own rule.
+	PolicyNVIDIA
+	// PolicyNeuron: the AWS Neuron driver lets any importer attach (one
+	// at a time) without a topology check.
+	PolicyNeuron
+)
+
+var policyNames = []string{"unknown", "kernel", "amdgpu", "nvidia", "neuron"}
+
+// String returns "kernel", "amdgpu", "nvidia" or "neuron".
+func (p Policy) String() string { return enumName(policyNames, p, "Policy") }
+
+// ParsePolicy parses the names String returns.
+func ParsePolicy(s string) (Policy, error) {
+	return enumParse[Policy](policyNames, s, "policy", "kernel, amdgpu, nvidia or neuron")
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (p Policy) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (p *Policy) UnmarshalText(b []byte) error {
+	v, err := ParsePolicy(string(b))
+	*p = v
+	return err
+}
+
+// VerdictSource says where a verdict came from. (Source is the interface
+// a Topology is filled from.)
+type VerdictSource uint8
+
+// The verdict sources, in precedence order after the unknown value: an
+// operator's or the boot-time topology file, then the ACPI tables (HMAT and
+// SRAT), then the oracle's own computation.
+const (
+	SourceUnknown VerdictSource = iota
+	SourceComputed
+	SourceACPI
+	SourceTopologyFile
+)
+
+var sourceNames = []string{"unknown", "computed", "acpi", "topology-file"}
+
+// String returns "computed", "acpi" or "topology-file".
+func (s VerdictSource) String() string { return enumName(sourceNames, s, "VerdictSource") }
+
+// ParseVerdictSource parses the names String returns.
+func ParseVerdictSource(s string) (VerdictSource, error) {
+	return enumParse[VerdictSource](sourceNames, s, "source", "computed, acpi or topology-file")
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s VerdictSource) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *VerdictSource) UnmarshalText(b []byte) error {
+	v, err := ParseVerdictSource(string(b))
+	*s = v
 	return err
 }
 

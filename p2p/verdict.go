@@ -9,14 +9,6 @@ import (
 	"sync"
 )
 
-// Sources of a verdict, in precedence order: an operator's topology file,
-// then the ACPI P2P table, then the oracle's own computation.
-const (
-	SourceTopologyFile = "topology-file"
-	SourceACPI         = "acpi"
-	SourceComputed     = "computed"
-)
-
 // Verdict is the oracle's answer for one (provider, client) pair: the
 // provider owns the memory, the client DMAs into it.
 type Verdict struct {
@@ -39,21 +31,33 @@ type Verdict struct {
 	// ACSUnknown lists the functions on the path whose ACS state could not
 	// be read (config space past 64 bytes needs CAP_SYS_ADMIN).
 	ACSUnknown []Addr `json:"acs_unknown,omitempty"`
+	// ACSBlocked lists the functions whose ACS Egress Control blocks the
+	// direct path without redirecting it (p2p-hmat only; PCIe r7.0 table
+	// 6-11): the request can only go through the host bridge.
+	ACSBlocked []Addr `json:"acs_blocked,omitempty"`
 	// Certain is false when something the rule needs could not be read and
 	// the verdict took the kernel-safe branch (it assumed redirection and
 	// refused what it could not prove allowed).
 	Certain bool `json:"certain"`
 	// Whitelist is the host-bridge whitelist entry that allowed the path.
 	Whitelist *WhitelistEntry `json:"-"`
-	// Policy names the exporter rule that decided Outcome: "kernel",
-	// "amdgpu" or "nvidia" (the driver bound to the provider).
-	Policy string `json:"policy"`
-	// Outcome is what a NIC's DMA into the provider's memory really gets:
-	// p2p, bounced (through system memory) or refused.
+	// Policy names the exporter rule that decided Outcome: kernel,
+	// amdgpu, nvidia or neuron (the driver bound to the provider).
+	Policy Policy `json:"policy"`
+	// Outcome is what a NIC's DMA into the provider's memory really gets
+	// when the memory is registered as a dma-buf (through p2pdma and the
+	// exporter's rule): p2p, bounced (through system memory) or refused.
 	Outcome Outcome `json:"outcome"`
-	// Source says where the verdict came from: "topology-file", "acpi" or
-	// "computed".
-	Source string `json:"source"`
+	// PeerMem is the second registration path: the accelerator's memory
+	// registered by virtual address through the out-of-tree EFA driver's
+	// peer-memory provider.
+	PeerMem PeerMem `json:"peer_mem"`
+	// Source says where the verdict came from: topology-file, acpi or
+	// computed.
+	Source VerdictSource `json:"source"`
+	// Kernel is the release whose rules decided the verdict ("latest" for
+	// the newest known, "p2p-hmat" with the HMAT P2P series).
+	Kernel Release `json:"kernel"`
 	// Reason explains the verdict in a sentence or two; Hint, when set, is
 	// what an administrator can change (the kernel's own advice).
 	Reason string `json:"reason"`
@@ -93,19 +97,26 @@ func (v *Verdict) BandwidthMBs() int { bw, _ := v.fig.get(); return bw }
 // class, or the ACPI table's or topology file's figure.
 func (v *Verdict) LatencyNs() int { _, lat := v.fig.get(); return lat }
 
-// MarshalJSON adds bandwidth_mbs and latency_ns to the verdict's fields.
+// MarshalJSON adds bandwidth_mbs, latency_ns and p2p to the verdict's
+// fields.
 func (v *Verdict) MarshalJSON() ([]byte, error) {
 	type plain Verdict
 	return json.Marshal(struct {
 		*plain
-		BandwidthMBs int `json:"bandwidth_mbs"`
-		LatencyNs    int `json:"latency_ns"`
-	}{(*plain)(v), v.BandwidthMBs(), v.LatencyNs()})
+		BandwidthMBs int  `json:"bandwidth_mbs"`
+		LatencyNs    int  `json:"latency_ns"`
+		P2P          bool `json:"p2p"`
+	}{(*plain)(v), v.BandwidthMBs(), v.LatencyNs(), v.P2P()})
 }
 
-// P2P reports whether the NIC gets true peer-to-peer DMA: not refused, not
-// bounced through system memory.
-func (v *Verdict) P2P() bool { return v.Outcome == OutcomeP2P }
+// P2P reports whether the NIC gets true peer-to-peer DMA into the
+// provider's memory by either registration path: the dma-buf one (not
+// refused, not bounced through system memory) or the peer-memory one.
+func (v *Verdict) P2P() bool { return v.Outcome == OutcomeP2P || v.PeerMem.Outcome == OutcomeP2P }
+
+// DmabufP2P reports true P2P on the dma-buf path alone (what
+// ibv_reg_dmabuf_mr gets).
+func (v *Verdict) DmabufP2P() bool { return v.Outcome == OutcomeP2P }
 
 // KernelDistance is what pci_p2pdma_distance returns: the distance, or -1
 // when the kernel refuses the mapping.
@@ -116,16 +127,21 @@ func (v *Verdict) KernelDistance() int {
 	return v.Distance
 }
 
-// computeVerdict applies the kernel's calc_map_type_and_dist to p and c.
-func (t *Topology) computeVerdict(p, c *Function) *Verdict {
-	v := &Verdict{Provider: p.Addr, Client: c.Addr, Source: SourceComputed, Certain: true, ACSRedirect: []Addr{}}
+// computeVerdict applies the kernel's calc_map_type_and_dist of the rules
+// ru to p and c.
+func (t *Topology) computeVerdict(ru *Rules, p, c *Function) *Verdict {
+	v := &Verdict{Provider: p.Addr, Client: c.Addr, Source: SourceComputed, Certain: true, ACSRedirect: []Addr{}, Kernel: ru.Release}
+	if ru.Unmodelled {
+		v.Certain = false
+		v.addReason(fmt.Sprintf("Linux %s predates the rules efap2p models (5.4 and later): 5.4's are applied.", ru.Release))
+	}
 	lca := commonAncestor(p, c)
 	if lca == nil {
 		// No common upstream bridge: each side counts its whole chain,
 		// itself included, and ACS on the way does not matter.
 		v.Distance = p.Depth + 1 + c.Depth + 1
 		v.MapType = MapThruHostBridge
-		t.hostBridgeCheck(v, p, c, false)
+		t.hostBridgeCheck(ru, v, p, c, false)
 		v.Path = t.pathClass(p, c, nil)
 		return v
 	}
@@ -136,30 +152,34 @@ func (t *Topology) computeVerdict(p, c *Function) *Verdict {
 	}
 	// ACS is checked on the provider's side up to and including the common
 	// ancestor, and on the client's side below it.
-	for f := p; ; f = f.Upstream {
-		v.noteACS(f)
-		if f == lca {
-			break
+	if ru.HMAT {
+		t.noteACSEgress(v, p, c, lca)
+	} else {
+		for f := p; ; f = f.Upstream {
+			v.noteACS(f)
+			if f == lca {
+				break
+			}
+		}
+		for f := c; f != lca; f = f.Upstream {
+			v.noteACS(f)
 		}
 	}
-	for f := c; f != lca; f = f.Upstream {
-		v.noteACS(f)
-	}
 	v.Path = t.pathClass(p, c, lca)
-	if len(v.ACSRedirect) == 0 && len(v.ACSUnknown) == 0 {
+	if len(v.ACSRedirect) == 0 && len(v.ACSUnknown) == 0 && len(v.ACSBlocked) == 0 {
 		v.MapType = MapBusAddr
 		v.Rule = RuleCommonBridge
 		if p == c {
 			v.Rule = RuleSameFunction
 		}
-		v.Reason = busAddrReason(v, p == c)
+		v.addReason(busAddrReason(v, p == c))
 		return v
 	}
 	v.MapType = MapThruHostBridge
-	if len(v.ACSRedirect) == 0 {
+	if len(v.ACSRedirect) == 0 && len(v.ACSBlocked) == 0 {
 		v.Certain = false
 	}
-	t.hostBridgeCheck(v, p, c, true)
+	t.hostBridgeCheck(ru, v, p, c, true)
 	return v
 }
 
@@ -179,18 +199,24 @@ type hostDecision struct {
 	cpuKnown bool
 	byCPU    bool              // cpu_supports_p2pdma passed
 	bridge   hostBridgeVerdict // the whitelist, when the CPU did not pass
+	provider *WhitelistEntry   // the provider's entry, with two host bridges
+	hmat     *hmatDecision     // the HMAT (p2p-hmat), when neither passed
 }
 
-func (d hostDecision) allowed() bool { return d.byCPU || d.bridge.ok }
+func (d hostDecision) allowed() bool {
+	return d.byCPU || d.bridge.ok || d.hmat != nil && d.hmat.allowed
+}
 
-// hostDecide is the kernel's host-bridge check: the CPU rule, then the
-// whitelist (once with same_host_bridge when both sit under one bridge,
-// else both bridges must pass on their own).
-func (t *Topology) hostDecide(pr, cr RootBus) hostDecision {
+// hostDecide is the kernel's host-bridge check under the rules ru: the CPU
+// rule (from 5.9), then the whitelist (once with same_host_bridge when both
+// sit under one bridge, else both bridges must pass on their own), then,
+// with the HMAT series, a reachable HMAT path from the client's host bridge
+// to the provider's.
+func (t *Topology) hostDecide(ru *Rules, pr, cr RootBus) hostDecision {
 	var d hostDecision
 	cpu, err := t.CPU()
 	d.cpu, d.cpuKnown = cpu, err == nil && cpu.Known
-	if cpu.SupportsP2P() {
+	if ru.CPURule && cpu.SupportsP2P() {
 		d.byCPU = true
 		return d
 	}
@@ -199,24 +225,29 @@ func (t *Topology) hostDecide(pr, cr RootBus) hostDecision {
 		if err != nil {
 			return hostBridgeVerdict{why: err.Error()}
 		}
-		return whitelisted(hb, same)
+		return whitelisted(ru, hb, same)
 	}
 	if pr == cr {
 		d.bridge = check(pr, true)
-		return d
-	}
-	if d.bridge = check(pr, false); d.bridge.ok {
+	} else if d.bridge = check(pr, false); d.bridge.ok {
+		d.provider = d.bridge.entry
 		d.bridge = check(cr, false)
+	}
+	if !d.bridge.ok && ru.HMAT {
+		h := t.hmatPath(pr, cr)
+		d.hmat = &h
 	}
 	return d
 }
 
 // hostBridgeAllows reports whether the host-bridge check passes for a path
 // between the two root buses.
-func (t *Topology) hostBridgeAllows(pr, cr RootBus) bool { return t.hostDecide(pr, cr).allowed() }
+func (t *Topology) hostBridgeAllows(ru *Rules, pr, cr RootBus) bool {
+	return t.hostDecide(ru, pr, cr).allowed()
+}
 
 // hostBridgeCheck decides a THRU_HOST_BRIDGE path and explains it.
-func (t *Topology) hostBridgeCheck(v *Verdict, p, c *Function, acsPath bool) {
+func (t *Topology) hostBridgeCheck(ru *Rules, v *Verdict, p, c *Function, acsPath bool) {
 	var why strings.Builder
 	if acsPath {
 		why.WriteString(acsReason(v))
@@ -228,7 +259,7 @@ func (t *Topology) hostBridgeCheck(v *Verdict, p, c *Function, acsPath bool) {
 			fmt.Fprintf(&why, " of %s. ", p.Root)
 		}
 	}
-	d := t.hostDecide(p.Root, c.Root)
+	d := t.hostDecide(ru, p.Root, c.Root)
 	switch {
 	case d.byCPU:
 		v.Rule = RuleCPU
@@ -236,39 +267,67 @@ func (t *Topology) hostBridgeCheck(v *Verdict, p, c *Function, acsPath bool) {
 	case d.bridge.ok:
 		v.Rule = RuleWhitelist
 		v.Whitelist = d.bridge.entry
-		e := d.bridge.entry
-		id := "every device of vendor " + hexID(e.Vendor, 0)[:4]
-		if e.Device != AnyDevice {
-			id = hexID(e.Vendor, uint16(e.Device))
+		name := func(e *WhitelistEntry) string {
+			if e.Device == AnyDevice {
+				return "every device of vendor " + hexID(e.Vendor, 0)[:4] + ", " + e.Note
+			}
+			return hexID(e.Vendor, uint16(e.Device)) + ", " + e.Note
 		}
-		fmt.Fprintf(&why, "The host bridge (%s, %s) is in the kernel's P2PDMA whitelist (THRU_HOST_BRIDGE, distance %d).", id, e.Note, v.Distance)
+		if d.provider != nil {
+			fmt.Fprintf(&why, "Both host bridges are in the P2PDMA whitelist of %s: the provider's (%s) and the client's (%s) (THRU_HOST_BRIDGE, distance %d).", ru.describe(), name(d.provider), name(d.bridge.entry), v.Distance)
+		} else {
+			fmt.Fprintf(&why, "The host bridge (%s) is in the P2PDMA whitelist of %s (THRU_HOST_BRIDGE, distance %d).", name(d.bridge.entry), ru.describe(), v.Distance)
+		}
+	case d.hmat != nil && d.hmat.allowed:
+		v.Rule = RuleACPI
+		v.Source = SourceACPI
+		fmt.Fprintf(&why, "Neither the CPU rule nor the whitelist allows it (%s), but %s: with the HMAT P2P series the kernel allows it (THRU_HOST_BRIDGE, distance %d).", d.bridge.why, d.hmat.why, v.Distance)
 	default:
 		v.MapType = MapNotSupported
 		v.Rule = RuleHostBridge
 		if !d.bridge.known || !d.cpuKnown {
 			v.Certain = false
 		}
-		fmt.Fprintf(&why, "%s cannot be used for peer-to-peer DMA as the client and provider (%s) do not share an upstream bridge or whitelisted host bridge: %s", c.Addr, p.Addr, d.bridge.why)
-		if !d.cpuKnown {
-			why.WriteString("; the CPU could not be identified, so the AMD rule was not applied")
+		if d.hmat != nil && !d.hmat.known {
+			v.Certain = false
+		}
+		if d.hmat != nil {
+			fmt.Fprintf(&why, "%s cannot be used for peer-to-peer DMA as the client and provider (%s) do not share an upstream bridge, whitelisted host bridge, or HMAT-described P2P path: %s; %s", c.Addr, p.Addr, d.bridge.why, d.hmat.why)
 		} else {
+			fmt.Fprintf(&why, "%s cannot be used for peer-to-peer DMA as the client and provider (%s) do not share an upstream bridge or whitelisted host bridge: %s", c.Addr, p.Addr, d.bridge.why)
+		}
+		switch {
+		case !ru.CPURule:
+			fmt.Fprintf(&why, "; Linux %s has no CPU rule (AMD family 0x17 or later allows every path from 5.9)", ru.Release)
+		case !d.cpuKnown:
+			why.WriteString("; the CPU could not be identified, so the AMD rule was not applied")
+		default:
 			fmt.Fprintf(&why, "; the %s CPU does not qualify for the CPU rule (AMD family 0x17 or later)", d.cpu.VendorName())
 		}
 		why.WriteString(".")
 	}
-	v.Reason = why.String()
+	v.addReason(why.String())
 }
 
 // acsReason explains an ACS-forced detour and sets the kernel's hint.
 func acsReason(v *Verdict) string {
 	var b strings.Builder
+	if len(v.ACSBlocked) > 0 {
+		fmt.Fprintf(&b, "ACS Egress Control blocks the direct P2P path to provider %s at %s, so the request can only go through the host bridge. ", v.Provider, joinAddrs(v.ACSBlocked, ", "))
+	}
 	if len(v.ACSRedirect) > 0 {
 		fmt.Fprintf(&b, "ACS redirect is set between the client and provider (%s) at %s, so peer traffic is routed up to the root complex. ", v.Provider, joinAddrs(v.ACSRedirect, ", "))
+	}
+	if len(v.ACSRedirect)+len(v.ACSBlocked) > 0 {
 		var ids []string
-		for _, a := range v.ACSRedirect {
+		for _, a := range append(append([]Addr{}, v.ACSRedirect...), v.ACSBlocked...) {
 			ids = append(ids, a.Short())
 		}
-		v.Hint = "to disable ACS redirect for this path, add the kernel parameter: pci=disable_acs_redir=" + strings.Join(ids, ";")
+		what := "ACS redirect"
+		if len(v.ACSBlocked) > 0 {
+			what = "ACS controls"
+		}
+		v.Hint = "to disable " + what + " for this path, add the kernel parameter: pci=disable_acs_redir=" + strings.Join(ids, ";")
 	}
 	if len(v.ACSUnknown) > 0 {
 		fmt.Fprintf(&b, "The ACS state of %s is unknown (config space past 64 bytes needs CAP_SYS_ADMIN), so the path is assumed to be redirected through the root complex; run as root, or read a topology file written by `efap2p export` as root, for a certain answer. ", joinAddrs(v.ACSUnknown, ", "))

@@ -47,6 +47,16 @@ func (f *Function) ExtCapList() []string {
 	return caps
 }
 
+// extCapSize is the size of one of the function's extended capabilities:
+// ACS grows by its Egress Control Vector.
+func (f *Function) extCapSize(name string) int {
+	n := extCapIDs[name].size
+	if name == "ACS" && f.ACS != nil {
+		n += 4 * len(f.ACS.EgressVector)
+	}
+	return n
+}
+
 // linkSpeedCode is the PCIe Link Status speed field for a speed string.
 func linkSpeedCode(s string) uint16 {
 	switch {
@@ -107,6 +117,8 @@ func (m *Machine) ConfigSpace(f *Function) []byte {
 		b[0x40] = 0x10 // PCI Express, last in the list
 		le.PutUint16(b[0x42:], uint16(pt)<<4|0x2)
 		le.PutUint16(b[0x40+0x12:], linkSpeedCode(f.Link.Speed)|uint16(f.Link.Width&0x3f)<<4)
+		// Link Capabilities: max speed and width, and the port number.
+		le.PutUint32(b[0x40+0x0c:], uint32(linkSpeedCode(f.Link.Speed))|uint32(f.Link.Width&0x3f)<<4|uint32(f.PortNumber&0xff)<<24)
 	}
 	pos := 0x100
 	caps := f.ExtCapList()
@@ -114,12 +126,15 @@ func (m *Machine) ConfigSpace(f *Function) []byte {
 		c := extCapIDs[name]
 		next := 0
 		if i+1 < len(caps) {
-			next = pos + c.size
+			next = pos + f.extCapSize(name)
 			next = (next + 3) &^ 3
 		}
 		le.PutUint32(b[pos:], uint32(c.id)|1<<16|uint32(next)<<20)
 		if name == "ACS" {
 			capBits, ctrl, _ := f.ACSBits()
+			for k, d := range f.ACS.EgressVector {
+				le.PutUint32(b[pos+8+4*k:], uint32(d))
+			}
 			le.PutUint16(b[pos+4:], capBits)
 			le.PutUint16(b[pos+6:], ctrl)
 		}

@@ -18,6 +18,11 @@ type EFA struct {
 	// PeerAccessBlocked: the NIC's firmware refuses DMA to every peer.
 	// Invisible in sysfs; only a topology file or the ACPI table can say.
 	PeerAccessBlocked bool `json:"peer_access_blocked,omitempty"`
+	// P2P is the out-of-tree EFA driver's p2p attribute on the NIC's PCI
+	// function: its peer-memory provider ("NVIDIA", "NVIDIA peermem",
+	// "NEURON", or "" for none). Absent: the in-tree driver, which has no
+	// such attribute.
+	P2P *string `json:"p2p,omitempty"`
 
 	FWVer        string `json:"fw_ver,omitempty"`
 	NodeGUID     string `json:"node_guid,omitempty"` // "0000:0000:0000:0000" form
@@ -158,6 +163,9 @@ func overlay(dst, src *EFA) {
 		}
 	}
 	setS(&dst.IBDev, src.IBDev)
+	if src.P2P != nil {
+		dst.P2P = src.P2P
+	}
 	dst.PeerAccessBlocked = dst.PeerAccessBlocked || src.PeerAccessBlocked
 	setS(&dst.FWVer, src.FWVer)
 	setS(&dst.NodeGUID, src.NodeGUID)

@@ -185,21 +185,6 @@ func (m *Machine) Without(addrs ...p2p.Addr) (*Machine, error) {
 		}
 	}
 	c.Expected = exp
-	var acpi []ACPIEntry
-	for _, e := range c.ACPIP2P {
-		if gone[e.Function] {
-			continue
-		}
-		var peers []ACPIPeer
-		for _, p := range e.Peers {
-			if !gone[p.Peer] {
-				peers = append(peers, p)
-			}
-		}
-		e.Peers = peers
-		acpi = append(acpi, e)
-	}
-	c.ACPIP2P = acpi
 	if data, err = c.Marshal(); err != nil {
 		return nil, err
 	}

@@ -31,13 +31,19 @@ type Machine struct {
 	Description string `json:"description"`
 	Provenance  string `json:"provenance,omitempty"`
 	CPU         CPU    `json:"cpu"`
+	// Kernel is the release of the emulated host's kernel, whose p2pdma
+	// rules the expected verdicts follow ("6.8.0-1015-aws", "latest");
+	// default "latest". `efap2p sim` gives it to the processes it runs as
+	// EFAP2P_KERNEL.
+	Kernel p2p.Release `json:"kernel,omitzero"`
 	// EFADefaults are the device attributes of every EFA NIC of the
 	// machine, before a NIC's own overrides.
 	EFADefaults *EFA      `json:"efa_defaults,omitempty"`
 	RootBuses   []RootBus `json:"root_buses"`
 	Expected    []Expect  `json:"expected,omitempty"`
-	// ACPIP2P, when present, is written as the proposed ACPI P2P table.
-	ACPIP2P []ACPIEntry `json:"acpi_p2p,omitempty"`
+	// ACPI, when present, is written as the binary HMAT and SRAT under
+	// firmware/acpi/tables/.
+	ACPI *ACPI `json:"acpi,omitempty"`
 	// Host holds the DMI identity and the loaded modules (sim/host.go).
 	Host
 
@@ -57,10 +63,32 @@ type CPU struct {
 
 // RootBus is a PCI root bus (one host bridge) and the functions on it.
 type RootBus struct {
-	Domain    Hex         `json:"domain"`
-	Bus       Hex         `json:"bus"`
-	NUMANode  int         `json:"numa_node"`
-	Functions []*Function `json:"functions"`
+	Domain   Hex `json:"domain"`
+	Bus      Hex `json:"bus"`
+	NUMANode int `json:"numa_node"`
+	// ParentFunction, when set, puts the root bus's directory below that
+	// PCI function's (an Intel VMD domain: pci10000:00 below the VMD
+	// endpoint, with a host bridge of its own).
+	ParentFunction *p2p.Addr `json:"parent_function,omitempty"`
+	// SysfsParent, when set, puts the root bus's directory below that
+	// path under devices/ ("platform/soc@0/1c00000.pcie" for a
+	// devicetree host controller, a VMBus device for Hyper-V vPCI).
+	SysfsParent string `json:"sysfs_parent,omitempty"`
+	// FirmwareNode is the host bridge's ACPI companion (written as its
+	// firmware_node link, with hid and uid).
+	FirmwareNode *FirmwareNode `json:"firmware_node,omitempty"`
+	Functions    []*Function   `json:"functions"`
+}
+
+// FirmwareNode is an ACPI device: its _HID and _UID.
+type FirmwareNode struct {
+	HID string `json:"hid"`
+	UID string `json:"uid"`
+}
+
+// Addr returns the root bus's name.
+func (rb *RootBus) Addr() p2p.RootBus {
+	return p2p.RootBus{Domain: uint32(rb.Domain), Bus: uint8(rb.Bus)}
 }
 
 // Kinds of function, which set the header type and PCIe port type.
@@ -94,6 +122,10 @@ type Function struct {
 	NUMANode *int `json:"numa_node,omitempty"`
 	Link     Link `json:"link,omitzero"`
 	ACS      *ACS `json:"acs,omitempty"`
+	// PortNumber is the Port Number of a root or switch downstream port
+	// (Link Capabilities bits 31:24), which indexes ACS Egress Control
+	// Vectors.
+	PortNumber int `json:"port_number,omitempty"`
 	// ExtCaps orders the extended capability list by name ("AER", "ACS",
 	// "SN", "LTR", "L1SS", "DPC", ...); by default AER, then ACS when the
 	// function has it.
@@ -122,10 +154,14 @@ type Link struct {
 }
 
 // ACS lists a function's ACS Capability and Control bits by name: SV, TB,
-// RR, CR, UF, EC, DT.
+// RR, CR, UF, EC, DT, and its Egress Control Vector.
 type ACS struct {
 	Capability []string `json:"capability"`
 	Control    []string `json:"control"`
+	// EgressVector is the Egress Control Vector, 32 ports a dword (bit n
+	// of dword k blocks egress port 32k+n); its size is 32 bits a dword
+	// (written into the capability's vector size field).
+	EgressVector []Hex `json:"egress_vector,omitempty"`
 }
 
 // Expect is a verdict worked out by hand from the kernel's rules: the
@@ -142,8 +178,11 @@ type Expect struct {
 	// Outcome is what the accelerator's exporter does with the pair:
 	// "p2p", "bounced" (allowed through system memory) or "refused"; by
 	// default it follows MapType (refused when NOT_SUPPORTED).
-	Outcome string `json:"outcome,omitempty"`
-	Policy  string `json:"policy,omitempty"`
+	Outcome string     `json:"outcome,omitempty"`
+	Policy  p2p.Policy `json:"policy,omitempty"`
+	// PeerMem is the outcome of the peer-memory path (p2p, refused,
+	// unknown); not checked when absent.
+	PeerMem string `json:"peer_mem,omitempty"`
 	Why     string `json:"why"`
 }
 
@@ -185,19 +224,42 @@ func (m *Machine) Pairs() []Pair {
 	return out
 }
 
-// ACPIEntry is one function's entry in the proposed ACPI P2P table: the
-// peers it can reach, with the figures the firmware gives. An entry with
-// no peers says the function reaches none.
-type ACPIEntry struct {
-	Function p2p.Addr   `json:"function"`
-	Peers    []ACPIPeer `json:"peers"`
+// ACPI are the ACPI tables of a model, written as binary HMAT and SRAT.
+type ACPI struct {
+	// HMATRevision is the HMAT's revision: 2 (ACPI 6.3 and later,
+	// latencies in picoseconds; default) or 1.
+	HMATRevision int `json:"hmat_revision,omitempty"`
+	// MemoryDomains are the SRAT Memory Affinity structures (enabled).
+	MemoryDomains []uint32 `json:"memory_domains"`
+	// GenericPorts are the SRAT Generic Port Affinity structures.
+	GenericPorts []GenericPort `json:"generic_ports"`
+	// P2P are the HMAT PCIe P2P Latency and Bandwidth structures.
+	P2P []HMATP2P `json:"p2p"`
 }
 
-// ACPIPeer is a peer an ACPIEntry's function reaches.
-type ACPIPeer struct {
-	Peer         p2p.Addr `json:"peer"`
-	LatencyNs    int      `json:"latency_ns"`
-	BandwidthMBs int      `json:"bandwidth_mbs"`
+// GenericPort is an SRAT Generic Port Affinity structure with an ACPI
+// device handle (a host bridge's _HID and _UID).
+type GenericPort struct {
+	Domain  uint32 `json:"domain"`
+	HID     string `json:"hid"`
+	UID     uint32 `json:"uid"`
+	Enabled *bool  `json:"enabled,omitempty"` // default true
+}
+
+// HMATP2P is an HMAT PCIe P2P structure: from each initiator domain (a
+// client's host bridge) to each target domain (a provider's), an entry in
+// units of base (ps for latencies with revision 2, MB/s for bandwidths).
+type HMATP2P struct {
+	// Classes: "non_uio" (ordered traffic, what p2pdma authorizes),
+	// "uio", or both.
+	Classes []string `json:"classes"`
+	// DataType: access_latency, read_latency, write_latency,
+	// access_bandwidth, read_bandwidth or write_bandwidth.
+	DataType   string     `json:"data_type"`
+	Base       uint64     `json:"base"`
+	Initiators []uint32   `json:"initiators"`
+	Targets    []uint32   `json:"targets"`
+	Entries    [][]uint16 `json:"entries"` // one row per initiator
 }
 
 // Load reads a model from r; name is used in error messages (a file name).
@@ -299,12 +361,27 @@ func (f *Function) IsBridge() bool {
 	return false
 }
 
-// ACSBits returns the function's ACS Capability and Control registers.
+// ACSBits returns the function's ACS Capability and Control registers; the
+// Capability holds the Egress Control Vector size (bits 15:8, 0 for 256)
+// when the function has a vector.
 func (f *Function) ACSBits() (capability, control uint16, present bool) {
 	if f.ACS == nil {
 		return 0, 0, false
 	}
-	return acsBits(f.ACS.Capability), acsBits(f.ACS.Control), true
+	capability = acsBits(f.ACS.Capability)
+	if n := len(f.ACS.EgressVector); n > 0 {
+		capability |= uint16(n*32%256) << 8
+	}
+	return capability, acsBits(f.ACS.Control), true
+}
+
+// KernelRelease is the emulated host's kernel release ("latest" when the
+// model names none).
+func (m *Machine) KernelRelease() p2p.Release {
+	if m.Kernel.IsZero() {
+		return p2p.ReleaseLatest
+	}
+	return m.Kernel
 }
 
 func acsBits(names []string) uint16 {

@@ -169,7 +169,7 @@ func TestBuiltinModels(t *testing.T) {
 					t.Errorf("%s -> %s: no path class", p.Provider, p.Client)
 				}
 				prov, cl := m.Function(p.Provider), m.Function(p.Client)
-				if isAccel(prov) && cl.EFA != nil && (p.Policy == "" || p.Outcome == "") {
+				if isAccel(prov) && cl.EFA != nil && (p.Policy == p2p.PolicyUnknown || p.Outcome == "") {
 					t.Errorf("%s -> %s: an accelerator -> EFA pair needs policy and outcome", p.Provider, p.Client)
 				}
 			}
@@ -179,7 +179,7 @@ func TestBuiltinModels(t *testing.T) {
 
 func isAccel(f *Function) bool {
 	base := uint32(f.Class) >> 16
-	return base == 0x03 || base == 0x12
+	return base == 0x03 || base == 0x12 || p2p.IsNeuron(uint16(f.Vendor), uint16(f.Device))
 }
 
 // TestIntelACSSwitchNoGPUReachable holds intel-acs-switch to its promise:

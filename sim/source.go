@@ -140,19 +140,45 @@ func (s modelSource) Functions() ([]p2p.Addr, error) {
 	return out, nil
 }
 
-// ACPIPeers implements p2p.ACPITable from the model's acpi_p2p entries.
-func (s modelSource) ACPIPeers(a p2p.Addr) (map[p2p.Addr]p2p.ACPIFigures, bool, error) {
-	for _, e := range s.m.ACPIP2P {
-		if e.Function != a {
-			continue
+// ACPITable implements p2p.ACPISource from the model's acpi tables.
+func (s modelSource) ACPITable(sig string) ([]byte, error) { return s.m.ACPITable(sig), nil }
+
+// HostBridgeFirmware implements p2p.ACPISource from the root buses'
+// firmware_node.
+func (s modelSource) HostBridgeFirmware(r p2p.RootBus) (string, string, bool, error) {
+	for i := range s.m.RootBuses {
+		rb := &s.m.RootBuses[i]
+		if rb.Addr() == r {
+			if rb.FirmwareNode == nil {
+				return "", "", false, nil
+			}
+			return rb.FirmwareNode.HID, rb.FirmwareNode.UID, true, nil
 		}
-		peers := make(map[p2p.Addr]p2p.ACPIFigures, len(e.Peers))
-		for _, p := range e.Peers {
-			peers[p.Peer] = p2p.ACPIFigures{LatencyNs: p.LatencyNs, BandwidthMBs: p.BandwidthMBs}
-		}
-		return peers, true, nil
 	}
-	return nil, false, nil
+	return "", "", false, fmt.Errorf("root bus %s is not in machine %s", r, s.m.Name)
+}
+
+// PeerMemProvider implements p2p.PeerMemSource from the EFA NICs' p2p.
+func (s modelSource) PeerMemProvider(nic p2p.Addr) (string, bool, error) {
+	f, err := s.fn(nic)
+	if err != nil || f.EFA == nil {
+		return "", false, err
+	}
+	at := s.m.EFAAttrs(f)
+	if at.P2P == nil {
+		return "", false, nil
+	}
+	return *at.P2P, true, nil
+}
+
+// Config implements p2p.ConfigSource from the config space the writer
+// writes.
+func (s modelSource) Config(a p2p.Addr) (p2p.ConfigSpace, func(), error) {
+	f, err := s.fn(a)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p2p.BytesConfig(s.m.ConfigSpace(f)), func() {}, nil
 }
 
 // DriverFunctions implements p2p.DriverFunctions from the model's drivers.

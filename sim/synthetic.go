@@ -182,29 +182,29 @@ func synExpected(m *Machine) []Expect {
 				return
 			}
 		}
-		if e.Policy == PolicyKernel {
+		if e.Policy == p2p.PolicyKernel {
 			e.Outcome = OutcomeP2P
 		}
 		out = append(out, e)
 	}
 	one := func(a p2p.Addr) []p2p.Addr { return []p2p.Addr{a} }
-	add(Expect{Providers: one(gpu(0, 0, 0)), Clients: one(efa(0, 0, 0)), MapType: p2p.MapBusAddr, Distance: 4, Path: p2p.PathPIX, Policy: PolicyKernel,
+	add(Expect{Providers: one(gpu(0, 0, 0)), Clients: one(efa(0, 0, 0)), MapType: p2p.MapBusAddr, Distance: 4, Path: p2p.PathPIX, Policy: p2p.PolicyKernel,
 		Why: "By construction: GPU and EFA under downstream ports 0 and 1 of unit 0's switch, which has ACS off: they meet at the upstream port after 2 hops each, no redirect: BUS_ADDR 4, PIX."})
 	add(Expect{Providers: one(gpu(0, 0, 1)), Clients: one(efa(0, 0, 1)), MapType: p2p.MapThruHostBridge, Distance: 4, Path: p2p.PathPIX,
-		ACSRedirect: []p2p.Addr{dsp(0, 0, 1, 0), dsp(0, 0, 1, 1)}, Policy: PolicyKernel,
+		ACSRedirect: []p2p.Addr{dsp(0, 0, 1, 0), dsp(0, 0, 1, 1)}, Policy: p2p.PolicyKernel,
 		Why: "By construction: unit 1's downstream ports have RR|CR: the provider's port, then the client's, are listed; 2+2=4; THRU_HOST_BRIDGE allowed by the AMD CPU rule; PIX."})
 	add(Expect{Providers: one(nic(0, 0, 0, 0)), Clients: one(nic(0, 0, 0, 1)), MapType: p2p.MapBusAddr, Distance: 2, Path: p2p.PathPIX,
 		Why: "By construction: two functions of one device under a downstream port without redirect: they meet at the port after 1 hop each: BUS_ADDR 2."})
 	add(Expect{Providers: one(nic(0, 0, 1, 0)), Clients: one(nic(0, 0, 1, 1)), MapType: p2p.MapThruHostBridge, Distance: 2, Path: p2p.PathPIX,
 		ACSRedirect: []p2p.Addr{dsp(0, 0, 1, 3)},
 		Why:         "By construction: two functions of one device under a unit-1 downstream port, which is the common ancestor and has RR|CR: listed; THRU_HOST_BRIDGE 2 by the AMD CPU rule."})
-	add(Expect{Providers: one(gpu(0, 0, 0)), Clients: one(efa(0, 0, 2)), MapType: p2p.MapThruHostBridge, Distance: 8, Path: p2p.PathPHB, Policy: PolicyKernel,
+	add(Expect{Providers: one(gpu(0, 0, 0)), Clients: one(efa(0, 0, 2)), MapType: p2p.MapThruHostBridge, Distance: 8, Path: p2p.PathPHB, Policy: p2p.PolicyKernel,
 		Why: "By construction: units 0 and 2 hang from different root ports of one root bus: no common ancestor, chains of 4 (root port, upstream, downstream port, device) each: 8; AMD CPU rule; PHB."})
-	add(Expect{Providers: one(gpu(0, 0, 0)), Clients: one(efa(0, synRootBusSpan, 0)), MapType: p2p.MapThruHostBridge, Distance: 8, Path: p2p.PathNODE, Policy: PolicyKernel,
+	add(Expect{Providers: one(gpu(0, 0, 0)), Clients: one(efa(0, synRootBusSpan, 0)), MapType: p2p.MapThruHostBridge, Distance: 8, Path: p2p.PathNODE, Policy: p2p.PolicyKernel,
 		Why: "By construction: root buses 00 and 40 of domain 0000, both on NUMA node 0: 4+4=8, AMD CPU rule, NODE."})
-	add(Expect{Providers: one(gpu(0, 0, 0)), Clients: one(efa(0, 2*synRootBusSpan, 0)), MapType: p2p.MapThruHostBridge, Distance: 8, Path: p2p.PathSYS, Policy: PolicyKernel,
+	add(Expect{Providers: one(gpu(0, 0, 0)), Clients: one(efa(0, 2*synRootBusSpan, 0)), MapType: p2p.MapThruHostBridge, Distance: 8, Path: p2p.PathSYS, Policy: p2p.PolicyKernel,
 		Why: "By construction: root bus 00 (NUMA 0) and root bus 80 (NUMA 1): 4+4=8, AMD CPU rule, SYS."})
-	add(Expect{Providers: one(gpu(0, 0, 0)), Clients: one(efa(1, 0, 0)), MapType: p2p.MapThruHostBridge, Distance: 8, Path: p2p.PathNODE, Policy: PolicyKernel,
+	add(Expect{Providers: one(gpu(0, 0, 0)), Clients: one(efa(1, 0, 0)), MapType: p2p.MapThruHostBridge, Distance: 8, Path: p2p.PathNODE, Policy: p2p.PolicyKernel,
 		Why: "By construction: root bus 00 of domains 0000 and 0001 (different root buses, NUMA 0 both): 4+4=8, AMD CPU rule, NODE."})
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -120,34 +121,105 @@ func (m *Machine) index() error {
 			return err
 		}
 	}
-	seenACPI := map[p2p.Addr]bool{}
-	for i, e := range m.ACPIP2P {
-		where := []any{"acpi_p2p", i}
-		if m.fns[e.Function] == nil {
-			return at(where, "acpi_p2p[%d]: %s is not a function of the model", i, e.Function)
+	if err := m.checkRootParents(); err != nil {
+		return err
+	}
+	if err := m.checkACPI(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// checkRootParents checks where the root buses' directories go: below a
+// PCI function of another root bus (no cycle), or a path under devices/.
+func (m *Machine) checkRootParents() error {
+	for i := range m.RootBuses {
+		rb := &m.RootBuses[i]
+		path := []any{"root_buses", i}
+		if rb.ParentFunction != nil && rb.SysfsParent != "" {
+			return at(path, "root bus %s: parent_function and sysfs_parent exclude each other", rb.Addr())
 		}
-		if seenACPI[e.Function] {
-			return at(where, "acpi_p2p[%d]: %s has two entries", i, e.Function)
-		}
-		seenACPI[e.Function] = true
-		for _, p := range e.Peers {
-			if m.fns[p.Peer] == nil {
-				return at(where, "acpi_p2p[%d]: peer %s is not a function of the model", i, p.Peer)
+		if p := rb.SysfsParent; p != "" {
+			clean := filepath.Clean(p)
+			if filepath.IsAbs(p) || clean != p || clean == "." || strings.HasPrefix(clean, "..") || strings.ContainsAny(p, "\x00\n") {
+				return at(sub(path, "sysfs_parent"), "root bus %s: sysfs_parent %q must be a clean relative path under devices/", rb.Addr(), p)
 			}
-			if p.LatencyNs < 0 || p.BandwidthMBs < 0 {
-				return at(where, "acpi_p2p[%d]: peer %s: negative figures", i, p.Peer)
+			for _, comp := range strings.Split(clean, "/") {
+				if _, ok := p2p.ParseRootBus(comp); ok {
+					return at(sub(path, "sysfs_parent"), "root bus %s: sysfs_parent %q holds a root bus directory", rb.Addr(), p)
+				}
+			}
+		}
+		if fn := rb.FirmwareNode; fn != nil {
+			if fn.HID == "" || strings.ContainsAny(fn.HID+fn.UID, "/\x00\n") {
+				return at(sub(path, "firmware_node"), "root bus %s: firmware_node needs a hid and a uid without / or newlines", rb.Addr())
+			}
+		}
+		seen := map[*RootBus]bool{rb: true}
+		for cur := rb; cur.ParentFunction != nil; {
+			f := m.fns[*cur.ParentFunction]
+			if f == nil {
+				return at(sub(path, "parent_function"), "root bus %s: parent_function %s is not a function of the model", rb.Addr(), *cur.ParentFunction)
+			}
+			if f.IsBridge() {
+				return at(sub(path, "parent_function"), "root bus %s: parent_function %s is a bridge (a VMD domain hangs from an endpoint)", rb.Addr(), f.Addr)
+			}
+			if seen[f.root] {
+				return at(sub(path, "parent_function"), "root bus %s: parent_function %s makes a cycle of root buses", rb.Addr(), f.Addr)
+			}
+			seen[f.root] = true
+			cur = f.root
+		}
+	}
+	return nil
+}
+
+// checkACPI checks the model's ACPI tables.
+func (m *Machine) checkACPI() error {
+	a := m.ACPI
+	if a == nil {
+		return nil
+	}
+	path := []any{"acpi"}
+	switch a.HMATRevision {
+	case 0, 1, 2:
+	default:
+		return at(sub(path, "hmat_revision"), "acpi: hmat_revision %d (want 1 or 2)", a.HMATRevision)
+	}
+	for i, g := range a.GenericPorts {
+		if g.HID == "" || len(g.HID) > 8 {
+			return at(sub(path, "generic_ports", i), "acpi: generic_ports[%d]: hid %q (want 1 to 8 characters)", i, g.HID)
+		}
+	}
+	for i, p := range a.P2P {
+		where := sub(path, "p2p", i)
+		if len(p.Classes) == 0 {
+			return at(where, "acpi: p2p[%d]: give classes (non_uio, uio)", i)
+		}
+		for _, c := range p.Classes {
+			if c != "non_uio" && c != "uio" {
+				return at(where, "acpi: p2p[%d]: class %q (want non_uio or uio)", i, c)
+			}
+		}
+		if _, ok := hmatDataTypes[p.DataType]; !ok {
+			return at(where, "acpi: p2p[%d]: data_type %q (want access_latency, read_latency, write_latency, access_bandwidth, read_bandwidth or write_bandwidth)", i, p.DataType)
+		}
+		if len(p.Entries) != len(p.Initiators) {
+			return at(where, "acpi: p2p[%d]: %d rows of entries for %d initiators", i, len(p.Entries), len(p.Initiators))
+		}
+		for j, row := range p.Entries {
+			if len(row) != len(p.Targets) {
+				return at(where, "acpi: p2p[%d]: row %d has %d entries for %d targets", i, j, len(row), len(p.Targets))
 			}
 		}
 	}
 	return nil
 }
 
-// Exporter policies an expected verdict may name.
-const (
-	PolicyKernel = "kernel" // xe, vfio-pci, unknown or no driver: the kernel's check decides
-	PolicyAMDGPU = "amdgpu" // the kernel's check; a refusal bounces through system memory
-	PolicyNVIDIA = "nvidia" // NVIDIA's own rule (passthrough VM, coherent platform, flagged chipsets)
-)
+var hmatDataTypes = map[string]uint8{
+	"access_latency": p2p.HMATAccessLatency, "read_latency": p2p.HMATReadLatency, "write_latency": p2p.HMATWriteLatency,
+	"access_bandwidth": p2p.HMATAccessBandwidth, "read_bandwidth": p2p.HMATReadBandwidth, "write_bandwidth": p2p.HMATWriteBandwidth,
+}
 
 func (m *Machine) checkExpect(i int) error {
 	e := &m.Expected[i]
@@ -170,21 +242,29 @@ func (m *Machine) checkExpect(i int) error {
 		return at(sub(path, "outcome"), "expected[%d]: outcome %q (want p2p, bounced or refused)", i, e.Outcome)
 	}
 	switch e.Policy {
-	case "", PolicyNVIDIA:
-	case PolicyKernel:
+	case p2p.PolicyUnknown, p2p.PolicyNVIDIA:
+	case p2p.PolicyKernel:
 		if e.Outcome == OutcomeBounced {
 			return at(sub(path, "outcome"), "expected[%d]: the kernel policy never bounces: its outcome follows map_type", i)
 		}
-	case PolicyAMDGPU:
-		want := OutcomeP2P
-		if !e.MapType.Supported() {
-			want = OutcomeBounced
+	case p2p.PolicyAMDGPU:
+		// Refused by the kernel, amdgpu bounces; allowed, it keeps the
+		// buffer in VRAM from 6.15 and bounces it before.
+		if !e.MapType.Supported() && e.Outcome != OutcomeBounced {
+			return at(sub(path, "outcome"), "expected[%d]: amdgpu with %s gives outcome %q, not %q", i, e.MapType, OutcomeBounced, e.Outcome)
 		}
-		if e.Outcome != want {
-			return at(sub(path, "outcome"), "expected[%d]: amdgpu with %s gives outcome %q, not %q", i, e.MapType, want, e.Outcome)
+		if e.MapType.Supported() && e.Outcome != OutcomeP2P && e.Outcome != OutcomeBounced {
+			return at(sub(path, "outcome"), "expected[%d]: amdgpu with %s gives outcome p2p (6.15 and later) or bounced, not %q", i, e.MapType, e.Outcome)
 		}
+	case p2p.PolicyNeuron:
+		if e.Outcome != OutcomeP2P {
+			return at(sub(path, "outcome"), "expected[%d]: the Neuron driver allows every importer: outcome p2p, not %q", i, e.Outcome)
+		}
+	}
+	switch e.PeerMem {
+	case "", OutcomeP2P, OutcomeRefused, "unknown":
 	default:
-		return at(sub(path, "policy"), "expected[%d]: policy %q (want kernel, amdgpu or nvidia)", i, e.Policy)
+		return at(sub(path, "peer_mem"), "expected[%d]: peer_mem %q (want p2p, refused or unknown)", i, e.PeerMem)
 	}
 	for _, l := range []struct {
 		key   string
@@ -346,7 +426,13 @@ func (x *indexer) indexFunction(rb *RootBus, parent, physfn, f *Function, domain
 	default:
 		return at(sub(f.path, "config_size"), "%s: config_size %d (want 256 or 4096)", f.Addr, f.ConfigSize)
 	}
+	if f.PortNumber < 0 || f.PortNumber > 255 {
+		return at(sub(f.path, "port_number"), "%s: port_number %d is not 0..255", f.Addr, f.PortNumber)
+	}
 	if f.ACS != nil {
+		if len(f.ACS.EgressVector) > 8 {
+			return at(sub(f.path, "acs"), "%s: an Egress Control Vector has at most 8 dwords (256 ports)", f.Addr)
+		}
 		for _, n := range append(append([]string{}, f.ACS.Capability...), f.ACS.Control...) {
 			if acsBits([]string{n}) == 0 {
 				return at(sub(f.path, "acs"), "%s: unknown ACS bit %q (want SV, TB, RR, CR, UF, EC, DT)", f.Addr, n)
@@ -359,8 +445,7 @@ func (x *indexer) indexFunction(rb *RootBus, parent, physfn, f *Function, domain
 	seen := map[string]bool{}
 	end := 0x100
 	for _, c := range f.ExtCaps {
-		ec, ok := extCapIDs[c]
-		if !ok {
+		if _, ok := extCapIDs[c]; !ok {
 			return at(sub(f.path, "ext_caps"), "%s: unknown extended capability %q", f.Addr, c)
 		}
 		if seen[c] {
@@ -370,7 +455,7 @@ func (x *indexer) indexFunction(rb *RootBus, parent, physfn, f *Function, domain
 		if c == "ACS" && f.ACS == nil {
 			return at(sub(f.path, "ext_caps"), "%s: ext_caps lists ACS but the function has no acs", f.Addr)
 		}
-		end = (end + ec.size + 3) &^ 3
+		end = (end + f.extCapSize(c) + 3) &^ 3
 	}
 	if f.ACS != nil && f.ExtCaps != nil && !seen["ACS"] {
 		return at(sub(f.path, "ext_caps"), "%s: the function has acs but ext_caps does not list ACS", f.Addr)

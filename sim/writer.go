@@ -60,18 +60,13 @@ func (w *treeWriter) write() error {
 	for _, d := range []string{"bus/pci/devices", "bus/pci/drivers", "class/infiniband", "class/infiniband_verbs", "devices/system/cpu"} {
 		w.mkdir(filepath.Join(w.dir, d))
 	}
-	for i := range w.m.RootBuses {
-		rb := &w.m.RootBuses[i]
-		rbDir := filepath.Join(w.dir, "devices", p2p.RootBus{Domain: uint32(rb.Domain), Bus: uint8(rb.Bus)}.String())
-		w.mkdir(rbDir)
-		w.functions(rbDir, rb.Functions)
-	}
+	w.rootBuses()
 	w.file(filepath.Join(w.dir, "devices/system/cpu/modalias"), w.m.CPU.Modalias()+"\n")
 	w.file(filepath.Join(w.dir, "class/infiniband_verbs/abi_version"), "6\n")
 	for i, f := range w.m.EFANICs() {
 		w.efa(i, f)
 	}
-	w.acpi()
+	w.acpiTables()
 	w.host()
 	if w.err != nil {
 		return w.err
@@ -82,6 +77,52 @@ func (w *treeWriter) write() error {
 	}
 	w.file(filepath.Join(w.dir, EmulatorConfigName), conf)
 	return w.err
+}
+
+// rootBuses writes every root bus where the kernel puts it: under
+// devices/, below a PCI function (VMD), or below sysfs_parent (a platform
+// device, a VMBus device), with its host bridge's firmware_node. A root
+// bus below a function waits until that function is written (the model
+// has no cycles).
+func (w *treeWriter) rootBuses() {
+	done := map[*RootBus]bool{}
+	hids := map[string]int{}
+	for progress := true; progress && w.err == nil; {
+		progress = false
+		for i := range w.m.RootBuses {
+			rb := &w.m.RootBuses[i]
+			if done[rb] {
+				continue
+			}
+			parent := filepath.Join(w.dir, "devices")
+			switch {
+			case rb.ParentFunction != nil:
+				d, ok := w.devDir[*rb.ParentFunction]
+				if !ok {
+					continue
+				}
+				parent = d
+			case rb.SysfsParent != "":
+				parent = filepath.Join(w.dir, "devices", rb.SysfsParent)
+			}
+			rbDir := filepath.Join(parent, rb.Addr().String())
+			w.mkdir(rbDir)
+			if fn := rb.FirmwareNode; fn != nil {
+				adev := filepath.Join(w.dir, "devices/LNXSYSTM:00/LNXSYBUS:00", firmwareNodeName(fn, hids[fn.HID]))
+				hids[fn.HID]++
+				w.mkdir(adev)
+				w.file(filepath.Join(adev, "hid"), fn.HID+"\n")
+				w.file(filepath.Join(adev, "uid"), fn.UID+"\n")
+				w.link(filepath.Join(rbDir, "firmware_node"), adev)
+				w.link(filepath.Join(adev, "physical_node"), rbDir)
+			}
+			w.functions(rbDir, rb.Functions)
+			done[rb], progress = true, true
+		}
+	}
+	if w.err == nil && len(done) != len(w.m.RootBuses) {
+		w.err = errors.New("a root bus hangs from a function that is never written")
+	}
 }
 
 func (w *treeWriter) functions(parentDir string, fns []*Function) {
@@ -184,6 +225,10 @@ func (w *treeWriter) efa(i int, f *Function) {
 	}
 	w.link(filepath.Join(ib, "device"), fnDir)
 	w.link(filepath.Join(w.dir, "class/infiniband", at.IBDev), ib)
+	if at.P2P != nil {
+		// The out-of-tree driver's peer-memory provider (efa_sysfs.c).
+		w.file(filepath.Join(fnDir, "p2p"), *at.P2P+"\n")
+	}
 
 	name := fmt.Sprintf("uverbs%d", i)
 	uv := filepath.Join(fnDir, "infiniband_verbs", name)
@@ -195,17 +240,17 @@ func (w *treeWriter) efa(i int, f *Function) {
 	w.link(filepath.Join(w.dir, "class/infiniband_verbs", name), uv)
 }
 
-// acpi writes the proposed ACPI P2P table:
-// firmware/acpi/p2p/<function>/<peer>/{latency_ns,bandwidth_mbs}.
-func (w *treeWriter) acpi() {
-	for _, e := range w.m.ACPIP2P {
-		fd := filepath.Join(w.dir, "firmware/acpi/p2p", e.Function.String())
-		w.mkdir(fd)
-		for _, p := range e.Peers {
-			d := filepath.Join(fd, p.Peer.String())
-			w.mkdir(d)
-			w.file(filepath.Join(d, "latency_ns"), fmt.Sprintf("%d\n", p.LatencyNs))
-			w.file(filepath.Join(d, "bandwidth_mbs"), fmt.Sprintf("%d\n", p.BandwidthMBs))
+// acpiTables writes the model's binary HMAT and SRAT as the kernel shows
+// them: firmware/acpi/tables/<SIG>, readable by root only.
+func (w *treeWriter) acpiTables() {
+	if w.m.ACPI == nil {
+		return
+	}
+	d := filepath.Join(w.dir, "firmware/acpi/tables")
+	w.mkdir(d)
+	for _, sig := range []string{"HMAT", "SRAT"} {
+		if w.err == nil {
+			w.err = os.WriteFile(filepath.Join(d, sig), w.m.ACPITable(sig), 0o400)
 		}
 	}
 }
@@ -252,6 +297,12 @@ func (w *treeWriter) link(p, target string) {
 //	function <pci> <vendor> <device> <class> <driver|->
 //	device <uverbsN> <ibdev> <pci> key=value ...
 //	verdict <nic-pci> <owner-pci> p2p|bounced|refused
+//
+// The emulated kernel decides every (EFA NIC, dma-buf owner) pair: the
+// hand-worked expected verdicts first (the ground truth), then, for every
+// other pair of an EFA NIC and a function that is not a bridge, the
+// dma-buf outcome of the kernel's rule and the exporter's policy at the
+// model's kernel release (package p2p on the model).
 func (m *Machine) EmulatorConfig() (string, error) {
 	return m.emulatorConfig(WriteOptions{})
 }
@@ -324,10 +375,28 @@ func (m *Machine) emulatorConfig(opt WriteOptions) (string, error) {
 		}
 		fmt.Fprintf(&b, "device uverbs%d %s %s %s\n", i, at.IBDev, f.Addr, strings.Join(kv, " "))
 	}
+	listed := map[[2]p2p.Addr]bool{}
 	for _, p := range m.Pairs() {
 		// The emulated kernel sees the NIC (client) attach to memory owned
 		// by the provider.
+		if listed[[2]p2p.Addr{p.Client, p.Provider}] {
+			continue
+		}
+		listed[[2]p2p.Addr{p.Client, p.Provider}] = true
 		fmt.Fprintf(&b, "verdict %s %s %s\n", p.Client, p.Provider, p.ExpectedOutcome())
+	}
+	o := p2p.NewOracleWith(p2p.NewTopology(m.Source()), p2p.Options{Kernel: m.KernelRelease()})
+	for _, nic := range m.EFANICs() {
+		for _, f := range m.Functions() {
+			if f.IsBridge() || listed[[2]p2p.Addr{nic.Addr, f.Addr}] {
+				continue
+			}
+			v, err := o.Verdict(f.Addr, nic.Addr)
+			if err != nil {
+				return "", fmt.Errorf("verdict %s -> %s: %w", f.Addr, nic.Addr, err)
+			}
+			fmt.Fprintf(&b, "verdict %s %s %s\n", nic.Addr, f.Addr, v.Outcome)
+		}
 	}
 	return b.String(), nil
 }

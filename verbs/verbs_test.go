@@ -26,11 +26,34 @@ import (
 type fixture struct {
 	nic, gpu    p2p.Addr
 	remoteWrite error // registering with REMOTE_WRITE: the NIC lacks RDMA_WRITE
+	// unlisted owns memory in a pair the model lists no expectation for:
+	// the emulated kernel decides it by the rule (unlistedErr, by hand).
+	unlisted    p2p.Addr
+	unlistedErr error
 }
 
 var fixtures = map[string]fixture{
-	"p5.48xlarge":      {nic: p2p.MustParseAddr("0000:4f:00.0"), gpu: p2p.MustParseAddr("0000:53:00.0")},
-	"intel-acs-switch": {nic: p2p.MustParseAddr("0000:04:00.0"), gpu: p2p.MustParseAddr("0000:03:00.0"), remoteWrite: syscall.EOPNOTSUPP},
+	// The NVMe 00:04.0 is on root bus 00: through the host bridge, which
+	// the AMD Zen 3 CPU allows (cpu_supports_p2pdma, 6.8).
+	"p5.48xlarge": {nic: p2p.MustParseAddr("0000:4f:00.0"), gpu: p2p.MustParseAddr("0000:53:00.0"),
+		unlisted: p2p.MustParseAddr("0000:00:04.0")},
+	// The ConnectX-6 Dx 07:00.0 is on the NIC's switch, whose downstream
+	// ports redirect (ACS RR): through the host bridge 8086:6f00, which no
+	// 6.8 whitelist lists, on an Intel CPU: refused.
+	"intel-acs-switch": {nic: p2p.MustParseAddr("0000:04:00.0"), gpu: p2p.MustParseAddr("0000:03:00.0"), remoteWrite: syscall.EOPNOTSUPP,
+		unlisted: p2p.MustParseAddr("0000:07:00.0"), unlistedErr: syscall.EOPNOTSUPP},
+	// Below, the NICs have the default caps (no RDMA_WRITE). The NVMe
+	// 10000:02:00.0 is behind VMD: its root bus's first device, the root
+	// port 8086:347a, is in no whitelist, on an Intel CPU (6.17): refused.
+	"multi-domain": {nic: p2p.MustParseAddr("0000:02:00.0"), gpu: p2p.MustParseAddr("0000:01:00.0"), remoteWrite: syscall.EOPNOTSUPP,
+		unlisted: p2p.MustParseAddr("10000:02:00.0"), unlistedErr: syscall.EOPNOTSUPP},
+	// The NIC's own memory: one function, distance 0, BUS_ADDR: p2p.
+	"arm64-devicetree": {nic: p2p.MustParseAddr("0001:01:00.0"), gpu: p2p.MustParseAddr("0000:01:00.0"), remoteWrite: syscall.EOPNOTSUPP,
+		unlisted: p2p.MustParseAddr("0001:01:00.0")},
+	// The other vPCI EFA 0004:00:00.0: its root bus's first device is the
+	// EFA itself, in no whitelist, on an Intel CPU (6.8): refused.
+	"hyperv-vpci": {nic: p2p.MustParseAddr("0003:00:00.0"), gpu: p2p.MustParseAddr("0001:00:00.0"), remoteWrite: syscall.EOPNOTSUPP,
+		unlisted: p2p.MustParseAddr("0004:00:00.0"), unlistedErr: syscall.EOPNOTSUPP},
 }
 
 func setup(t *testing.T) (*sim.Machine, fixture) {
@@ -155,6 +178,7 @@ func TestRegDmabufMR(t *testing.T) {
 	}
 	gpu := dmabuf(t, fx.gpu.String(), "", size)
 	sysmem := dmabuf(t, "", "system", size)
+	unlisted := dmabuf(t, fx.unlisted.String(), "", size)
 	// A closed descriptor: closed the way a C program closes it, at a
 	// number nothing else opens during the test.
 	closed := dmabuf(t, fx.gpu.String(), "", size)
@@ -177,6 +201,7 @@ func TestRegDmabufMR(t *testing.T) {
 		{"GPU memory, offset", gpu, 4096, 1 << 20, verbs.AccessLocalWrite, nil},
 		{"GPU memory, remote write", gpu, 0, size, rw | verbs.AccessRemoteWrite, fx.remoteWrite},
 		{"system memory", sysmem, 0, size, rw, nil},
+		{"memory of a pair no expectation lists", unlisted, 0, size, rw, fx.unlistedErr},
 		{"closed fd", closed, 0, size, rw, syscall.EBADF},
 		{"regular file", int(regular.Fd()), 0, size, rw, syscall.EINVAL},
 		{"past the end", gpu, 4096, size, rw, syscall.EINVAL},

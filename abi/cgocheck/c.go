@@ -62,6 +62,9 @@ static const struct layout layouts[] = {
 	{"efadv_p2p_attr.peer_devfn", offsetof(struct efadv_p2p_attr, peer_devfn)},
 	{"efadv_p2p_attr.reserved", offsetof(struct efadv_p2p_attr, reserved)},
 	{"efadv_p2p_attr.reason", offsetof(struct efadv_p2p_attr, reason)},
+	{"efadv_p2p_attr.peer_mem_outcome", offsetof(struct efadv_p2p_attr, peer_mem_outcome)},
+	{"efadv_p2p_attr.peer_mem_provider", offsetof(struct efadv_p2p_attr, peer_mem_provider)},
+	{"efadv_p2p_attr.kernel_release", offsetof(struct efadv_p2p_attr, kernel_release)},
 };
 
 struct constant {
@@ -99,6 +102,13 @@ static const struct constant constants[] = {
 	{"EFADV_P2P_POLICY_KERNEL", (long long)(EFADV_P2P_POLICY_KERNEL)},
 	{"EFADV_P2P_POLICY_AMDGPU", (long long)(EFADV_P2P_POLICY_AMDGPU)},
 	{"EFADV_P2P_POLICY_NVIDIA", (long long)(EFADV_P2P_POLICY_NVIDIA)},
+	{"EFADV_P2P_POLICY_NEURON", (long long)(EFADV_P2P_POLICY_NEURON)},
+	{"EFADV_P2P_PEER_MEM_UNKNOWN", (long long)(EFADV_P2P_PEER_MEM_UNKNOWN)},
+	{"EFADV_P2P_PEER_MEM_NONE", (long long)(EFADV_P2P_PEER_MEM_NONE)},
+	{"EFADV_P2P_PEER_MEM_NVIDIA", (long long)(EFADV_P2P_PEER_MEM_NVIDIA)},
+	{"EFADV_P2P_PEER_MEM_NVIDIA_PEERMEM", (long long)(EFADV_P2P_PEER_MEM_NVIDIA_PEERMEM)},
+	{"EFADV_P2P_PEER_MEM_NEURON", (long long)(EFADV_P2P_PEER_MEM_NEURON)},
+	{"EFADV_P2P_PEER_MEM_OTHER", (long long)(EFADV_P2P_PEER_MEM_OTHER)},
 	{"EFADV_P2P_SOURCE_COMPUTED", (long long)(EFADV_P2P_SOURCE_COMPUTED)},
 	{"EFADV_P2P_SOURCE_ACPI", (long long)(EFADV_P2P_SOURCE_ACPI)},
 	{"EFADV_P2P_SOURCE_TOPOLOGY_FILE", (long long)(EFADV_P2P_SOURCE_TOPOLOGY_FILE)},

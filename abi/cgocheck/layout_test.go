@@ -69,6 +69,10 @@ func goLayouts() map[string]uintptr {
 		"efadv_p2p_attr.peer_devfn":     unsafe.Offsetof(p.PeerDevFn),
 		"efadv_p2p_attr.reserved":       unsafe.Offsetof(p.Reserved),
 		"efadv_p2p_attr.reason":         unsafe.Offsetof(p.Reason),
+
+		"efadv_p2p_attr.peer_mem_outcome":  unsafe.Offsetof(p.PeerMemOutcome),
+		"efadv_p2p_attr.peer_mem_provider": unsafe.Offsetof(p.PeerMemProvider),
+		"efadv_p2p_attr.kernel_release":    unsafe.Offsetof(p.KernelRelease),
 	}
 }
 
@@ -103,6 +107,13 @@ func goConstants() map[string]int64 {
 		"EFADV_P2P_POLICY_KERNEL":             abi.P2PPolicyKernel,
 		"EFADV_P2P_POLICY_AMDGPU":             abi.P2PPolicyAMDGPU,
 		"EFADV_P2P_POLICY_NVIDIA":             abi.P2PPolicyNVIDIA,
+		"EFADV_P2P_POLICY_NEURON":             abi.P2PPolicyNeuron,
+		"EFADV_P2P_PEER_MEM_UNKNOWN":          abi.P2PPeerMemUnknown,
+		"EFADV_P2P_PEER_MEM_NONE":             abi.P2PPeerMemNone,
+		"EFADV_P2P_PEER_MEM_NVIDIA":           abi.P2PPeerMemNVIDIA,
+		"EFADV_P2P_PEER_MEM_NVIDIA_PEERMEM":   abi.P2PPeerMemNVIDIAPeermem,
+		"EFADV_P2P_PEER_MEM_NEURON":           abi.P2PPeerMemNeuron,
+		"EFADV_P2P_PEER_MEM_OTHER":            abi.P2PPeerMemOther,
 		"EFADV_P2P_SOURCE_COMPUTED":           abi.P2PSourceComputed,
 		"EFADV_P2P_SOURCE_ACPI":               abi.P2PSourceACPI,
 		"EFADV_P2P_SOURCE_TOPOLOGY_FILE":      abi.P2PSourceTopologyFile,

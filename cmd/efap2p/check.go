@@ -78,7 +78,6 @@ func checkCommand(args []string, stdout, stderr io.Writer) error {
 	of.registerJSON(fs)
 	format := fs.String("format", "text", "output `FORMAT`: text, json, prometheus or line")
 	expect := fs.String("expect", "", "compare with machine `MODEL` (a built-in name, see 'efap2p sim list', or a model file)")
-	kernel := fs.String("kernel", "", "judge kernel `RELEASE` (e.g. 5.10.0, or latest) instead of the running one")
 	out := fs.String("o", "", "write the output to `FILE` (atomically: a textfile collector never reads half a file)")
 	if err := parseFlags(fs, args, checkUsage, stderr); err != nil {
 		return err
@@ -98,7 +97,10 @@ func checkCommand(args []string, stdout, stderr io.Writer) error {
 	default:
 		return usagef("--format %q: want text, json, prometheus or line", *format)
 	}
-	opt := nodecheck.Options{Kernel: *kernel}
+	opt := nodecheck.Options{}
+	if of.kernel != nil {
+		opt.Kernel = *of.kernel
+	}
 	if *expect != "" {
 		m, err := loadExpect(*expect)
 		if err != nil {

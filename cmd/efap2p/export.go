@@ -117,11 +117,11 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if err := tf.RecordMachine(o.Topology(), *boot); err != nil {
+		if err := tf.RecordMachine(o, *boot); err != nil {
 			return err
 		}
 		if *out != "" {
-			if err := answer.WriteTopology(*out, tf, src, p2p.Options{Warnf: of.warnf()}); err != nil {
+			if err := answer.WriteTopology(*out, tf, src, p2p.Options{Warnf: of.warnf(), Kernel: o.Kernel()}); err != nil {
 				return err
 			}
 			fmt.Fprintf(stderr, "efap2p: wrote %s and %s\n", *out, *out+answer.IndexSuffix)

@@ -19,7 +19,8 @@ type summary struct {
 	MapType           p2p.MapType
 	Distance          int
 	Path              p2p.PathClass
-	Policy, Outcome   string
+	Policy            p2p.Policy
+	Outcome           string
 	Bandwidth, Latecy int
 	ACS               []p2p.Addr
 }

@@ -25,6 +25,7 @@ func init() {
 type oracleFlags struct {
 	sysfs    string
 	topology string
+	kernel   *string // nil: --kernel not given
 	json     bool
 	stderr   io.Writer
 	// inputs, when not nil, are the topology files to read instead of the
@@ -35,6 +36,10 @@ type oracleFlags struct {
 
 func (o *oracleFlags) register(fs *flag.FlagSet, withTopology bool) {
 	fs.StringVar(&o.sysfs, "sysfs", "", "sysfs root `DIR` to read (default $SYSFS_PATH, else /sys)")
+	fs.Func("kernel", "decide by the p2pdma rules of kernel `RELEASE` (\"6.1.0-28-amd64\", \"latest\" for the newest known, \"p2p-hmat\" with the ACPI HMAT P2P series; default $EFAP2P_KERNEL, else the running kernel's)", func(v string) error {
+		o.kernel = &v
+		return nil
+	})
 	if withTopology {
 		fs.StringVar(&o.topology, "topology", "", "topology `FILE` written by 'efap2p export' (default $EFAP2P_TOPOLOGY, else "+p2p.BootTopologyFile+" or "+p2p.OperatorTopologyFile+")")
 	}
@@ -61,6 +66,20 @@ func (o *oracleFlags) open() (*p2p.Oracle, *p2p.Sysfs, error) {
 	if opts.TopologyFile == "" && opts.TopologyFiles == nil {
 		opts.TopologyFiles = p2p.TopologyFileCandidates()
 	}
+	switch {
+	case o.kernel != nil:
+		r, err := p2p.ParseRelease(*o.kernel)
+		if err != nil {
+			return nil, nil, usagef("--kernel: %w", err)
+		}
+		opts.Kernel = r
+	default:
+		r, err := p2p.ReleaseFromEnv()
+		if err != nil {
+			return nil, nil, usageError{err}
+		}
+		opts.Kernel = r
+	}
 	opts.Warnf = o.warnf()
 	return p2p.NewOracleWith(p2p.NewTopology(src), opts), src, nil
 }
@@ -73,13 +92,16 @@ func (o *oracleFlags) warnf() func(string, ...any) {
 	return func(format string, args ...any) { fmt.Fprintf(o.stderr, "efap2p: warning: "+format+"\n", args...) }
 }
 
-const explainUsage = `Usage: efap2p explain [--sysfs DIR] [--topology FILE] [--json] PROVIDER CLIENT
+const explainUsage = `Usage: efap2p explain [--sysfs DIR] [--topology FILE] [--kernel RELEASE] [--json] PROVIDER CLIENT
 
 The P2P DMA verdict for a DMA from CLIENT (e.g. a NIC) into memory owned by
-PROVIDER (e.g. a GPU): the kernel's map type and distance, what the driver
-exporting PROVIDER's memory does with it (policy and outcome), the path's
-bandwidth and latency, the source of the verdict (topology file, ACPI P2P
-table, or computed), the reason and the kernel's own hint.
+PROVIDER (e.g. a GPU), by both registration paths: the dma-buf one (the
+kernel's map type and distance, then what the driver exporting PROVIDER's
+memory does with them: policy and outcome) and, for an EFA NIC, the
+peer-memory one (the out-of-tree EFA driver's p2p provider); the kernel
+release whose rules decided, the path's bandwidth and latency, the source of
+the verdict (topology file, ACPI HMAT, or computed), the reason and the
+kernel's own hint.
 
 PROVIDER and CLIENT are named as 'efap2p topo' names them (GPU0, ACC0, NIC3,
 NET0), by RDMA device (rdmap79s0, mlx5_0), or by PCI address as sysfs
@@ -134,7 +156,9 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(w, "path\t%s\n", v.Path)
 	fmt.Fprintf(w, "rule\t%s\n", v.Rule)
 	fmt.Fprintf(w, "policy\t%s\n", v.Policy)
-	fmt.Fprintf(w, "outcome\t%s\n", v.Outcome)
+	fmt.Fprintf(w, "outcome\t%s (dma-buf: p2pdma and the exporter's rule)\n", v.Outcome)
+	fmt.Fprintf(w, "peer memory\t%s\n", peerMemLine(v.PeerMem))
+	fmt.Fprintf(w, "kernel\t%s\n", v.Kernel)
 	if bw := v.BandwidthMBs(); bw > 0 {
 		fmt.Fprintf(w, "bandwidth\t%d MB/s (narrowest link)\n", bw)
 	}
@@ -159,6 +183,17 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "\nhint: %s\n", v.Hint)
 	}
 	return nil
+}
+
+// peerMemLine describes the peer-memory path for explain.
+func peerMemLine(pm p2p.PeerMem) string {
+	switch {
+	case !pm.Present && pm.Outcome == p2p.OutcomeUnknown && pm.Provider == "":
+		return "unknown (no p2p attribute on the NIC: the in-tree EFA driver registers by dma-buf only)"
+	case pm.Provider == "":
+		return pm.Outcome.String() + " (the EFA driver has no peer-memory provider)"
+	}
+	return fmt.Sprintf("%s (provider %q of the out-of-tree EFA driver)", pm.Outcome, pm.Provider)
 }
 
 func addrList(as []p2p.Addr) string {

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/efap2p/efap2p/p2p"
 	"github.com/efap2p/efap2p/sim"
 
 	"golang.org/x/sys/unix"
@@ -46,7 +47,9 @@ Running a command:
   path: CQs, UD and SRD QPs, address handles, sends, RDMA reads and writes
   executed by an emulated device, between the processes of the host.
   EFASIM_CONFIG is removed from COMMAND's environment, so that the tree's
-  efasim.conf is the one used; EFASIM_TRACE=1 makes the library log each
+  efasim.conf is the one used; EFAP2P_KERNEL is set to the model's kernel
+  release (its "kernel", default latest), so that the oracle inside decides
+  by the emulated host's rules; EFASIM_TRACE=1 makes the library log each
   emulated call on stderr. The tree is removed when COMMAND ends, unless
   --keep is given (then its path is printed on stderr).
 
@@ -310,7 +313,7 @@ func simRun(args []string, stdout, stderr io.Writer) error {
 	if err := m.Write(dir, opt); err != nil {
 		return fmt.Errorf("sim: writing machine %s: %w", m.Name, err)
 	}
-	code, err := runChild(command, sim.EmulatorEnv(os.Environ(), dir, lib, nil), stdout, stderr)
+	code, err := runChild(command, sim.EmulatorEnv(os.Environ(), dir, lib, []string{p2p.KernelEnv}, p2p.KernelEnv+"="+m.KernelRelease().String()), stdout, stderr)
 	if err != nil {
 		return err
 	}

@@ -75,19 +75,21 @@ func (d *topoDevice) rdma() bool { return d.Kind == "nic" && d.IBDev != "" }
 
 // topoCell is one cell of the matrix.
 type topoCell struct {
-	Provider     p2p.Addr      `json:"provider"`
-	Client       p2p.Addr      `json:"client"`
-	Path         p2p.PathClass `json:"path"`
-	MapType      p2p.MapType   `json:"map_type"`
-	Distance     int           `json:"distance"`
-	Policy       string        `json:"policy"`
-	Outcome      p2p.Outcome   `json:"outcome"`
-	BandwidthMBs int           `json:"bandwidth_mbs"`
-	LatencyNs    int           `json:"latency_ns"`
-	Source       string        `json:"source"`
+	Provider     p2p.Addr          `json:"provider"`
+	Client       p2p.Addr          `json:"client"`
+	Path         p2p.PathClass     `json:"path"`
+	MapType      p2p.MapType       `json:"map_type"`
+	Distance     int               `json:"distance"`
+	Policy       p2p.Policy        `json:"policy"`
+	Outcome      p2p.Outcome       `json:"outcome"`
+	PeerMem      p2p.Outcome       `json:"peer_mem_outcome"`
+	BandwidthMBs int               `json:"bandwidth_mbs"`
+	LatencyNs    int               `json:"latency_ns"`
+	Source       p2p.VerdictSource `json:"source"`
 }
 
 type topoMatrix struct {
+	Kernel  p2p.Release  `json:"kernel"`
 	Devices []topoDevice `json:"devices"`
 	Matrix  [][]topoCell `json:"matrix"`
 }
@@ -267,7 +269,7 @@ func buildMatrix(o *p2p.Oracle, src *p2p.Sysfs) (*topoMatrix, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &topoMatrix{Devices: devs}
+	m := &topoMatrix{Kernel: o.Kernel(), Devices: devs}
 	for _, r := range m.Devices {
 		row := make([]topoCell, len(m.Devices))
 		for j, c := range m.Devices {
@@ -280,7 +282,7 @@ func buildMatrix(o *p2p.Oracle, src *p2p.Sysfs) (*topoMatrix, error) {
 				return nil, err
 			}
 			row[j] = topoCell{Provider: provider, Client: client, Path: v.Path, MapType: v.MapType, Distance: v.Distance,
-				Policy: v.Policy, Outcome: v.Outcome, BandwidthMBs: v.BandwidthMBs(), LatencyNs: v.LatencyNs(), Source: v.Source}
+				Policy: v.Policy, Outcome: v.Outcome, PeerMem: v.PeerMem.Outcome, BandwidthMBs: v.BandwidthMBs(), LatencyNs: v.LatencyNs(), Source: v.Source}
 		}
 		m.Matrix = append(m.Matrix, row)
 	}

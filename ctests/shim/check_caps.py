@@ -3,13 +3,18 @@
 preloaded inside `efap2p sim`: every line identical except the P2P_DMA bit,
 set on every EFA device or on none as the model says.
 
-Usage: check_caps.py EFAP2P LIBEFAP2P P2P_CAPS MODEL yes|no
+Usage: check_caps.py EFAP2P LIBEFAP2P P2P_CAPS MODEL|MODEL.json yes|no
 
 Expected by hand from the models: p5.48xlarge puts each EFA NIC on a PCIe
 switch with an H100 (nvidia, allowed in a passthrough VM): every NIC gets
 true P2P. intel-acs-switch routes every GPU-NIC path through a host bridge
 that is not whitelisted on an Intel CPU: NOT_SUPPORTED, and amdgpu bounces
 the buffer through system memory: no NIC gets true P2P.
+arm64-grace-peermem: the dma-buf path is refused (arm64, Grace root ports
+not whitelisted; NVIDIA's flagged-chipset rule), but the out-of-tree EFA
+driver's p2p attribute names the NVIDIA provider, which serves the H100's
+memory by address: true P2P. grace-no-peermem.json, the same host with
+the in-tree driver (no p2p attribute): only the refused dma-buf path: no.
 """
 
 import os
@@ -25,7 +30,8 @@ def run(preload):
     env.pop("LD_PRELOAD", None)
     if preload:
         env["LD_PRELOAD"] = lib  # efap2p sim appends libefasim.so
-    out = subprocess.run([efap2p, "sim", "--machine", model, "--", prog],
+    where = ["--model", model] if model.endswith(".json") else ["--machine", model]
+    out = subprocess.run([efap2p, "sim", *where, "--", prog],
                          env=env, check=True, capture_output=True, text=True)
     return out.stdout.splitlines()
 

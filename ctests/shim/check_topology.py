@@ -18,7 +18,11 @@ with tempfile.TemporaryDirectory() as tmp:
     tree, topo, bad = (os.path.join(tmp, n) for n in ("tree", "topo.json", "bad.json"))
     subprocess.run([efap2p, "sim", "write", "--model", model, tree], check=True,
                    capture_output=True)
-    subprocess.run([efap2p, "export", "--sysfs", tree, "--peer-blocked", "0000:05:00.0",
+    # for the release the emulated host runs (efap2p sim sets EFAP2P_KERNEL
+    # to the model's)
+    kernel = subprocess.run([efap2p, "sim", "--model", model, "--", "sh", "-c", "echo $EFAP2P_KERNEL"],
+                            check=True, capture_output=True, text=True).stdout.strip()
+    subprocess.run([efap2p, "export", "--sysfs", tree, "--kernel", kernel, "--peer-blocked", "0000:05:00.0",
                     "-o", topo], check=True, capture_output=True)
     with open(bad, "w") as f:
         f.write('{"format": "efap2p-topology",\n "version": 99}\n')

@@ -153,7 +153,7 @@ static void check_peer_args(query_peer_fn q, struct ibv_context *ctx)
  * 4, PIX, nvidia's rule, p2p (sim/machines/p5.48xlarge.json). */
 static void check_peer(query_peer_fn q, struct ibv_context *ctx)
 {
-	unsigned char buf[96];
+	unsigned char buf[112];
 	struct efadv_p2p_attr *a = (void *)buf;
 	const char *reason;
 
@@ -177,6 +177,13 @@ static void check_peer(query_peer_fn q, struct ibv_context *ctx)
 	CHECK(all(buf, offsetof(struct efadv_p2p_attr, reserved), offsetof(struct efadv_p2p_attr, reason), 0),
 	      "reserved bytes not zeroed");
 	CHECK(a->reason && strstr(a->reason, "0000:45:00.0"), "reason: %s", a->reason ? a->reason : "NULL");
+	/* the model's out-of-tree EFA driver offers "NVIDIA peermem", which
+	 * serves the nvidia driver of the H100: true P2P by peer memory too;
+	 * efap2p sim sets EFAP2P_KERNEL to the model's release */
+	CHECK_EQ(a->peer_mem_outcome, EFADV_P2P_OUTCOME_P2P);
+	CHECK_EQ(a->peer_mem_provider, EFADV_P2P_PEER_MEM_NVIDIA_PEERMEM);
+	CHECK(a->kernel_release && !strcmp(a->kernel_release, "6.8.0-1021-aws"), "kernel_release: %s",
+	      a->kernel_release ? a->kernel_release : "NULL");
 	CHECK(all(buf, sizeof(*a), sizeof(buf), 0xa5), "bytes past inlen written");
 	reason = a->reason;
 
@@ -195,11 +202,17 @@ static void check_peer(query_peer_fn q, struct ibv_context *ctx)
 	CHECK_ERR(q(ctx, "0000:53:00.0", a, 22), 0);
 	CHECK(a->path == EFADV_P2P_PATH_PIX, "inlen 22: path %u", a->path);
 	CHECK(all(buf, 20, 22, 0) && all(buf, 22, sizeof(buf), 0xa5), "inlen 22: partial field");
+	/* the 64-byte struct of efap2p 1.0 (up to reason): filled, the
+	 * fields after it untouched */
+	memset(buf, 0xa5, sizeof(buf));
+	CHECK_ERR(q(ctx, "0000:53:00.0", a, 64), 0);
+	CHECK(a->reason == reason && a->outcome == EFADV_P2P_OUTCOME_P2P && all(buf, 64, sizeof(buf), 0xa5),
+	      "inlen 64");
 	/* a larger struct from a future header: zeroed to its end */
 	memset(buf, 0xa5, sizeof(buf));
-	CHECK_ERR(q(ctx, "0000:53:00.0", a, 80), 0);
-	CHECK(a->reason == reason && all(buf, 64, 80, 0) && all(buf, 80, sizeof(buf), 0xa5),
-	      "inlen 80");
+	CHECK_ERR(q(ctx, "0000:53:00.0", a, 96), 0);
+	CHECK(a->reason == reason && a->kernel_release && all(buf, 80, 96, 0) && all(buf, 96, sizeof(buf), 0xa5),
+	      "inlen 96");
 }
 
 static void check_dmabuf_args(query_dmabuf_fn q, struct ibv_context *ctx)

@@ -8,9 +8,11 @@
 
 #include <infiniband/efadv_p2p.h>
 
-static_assert(sizeof(efadv_p2p_attr) == 64, "struct efadv_p2p_attr is 64 bytes");
+static_assert(sizeof(efadv_p2p_attr) == 80, "struct efadv_p2p_attr is 80 bytes");
 static_assert(offsetof(efadv_p2p_attr, distance) + sizeof(int32_t) == 16, "distance ends at 16");
 static_assert(offsetof(efadv_p2p_attr, reason) == 56, "reason at 56");
+static_assert(offsetof(efadv_p2p_attr, peer_mem_outcome) == 64, "efap2p 1.1 fields after the 64 bytes");
+static_assert(offsetof(efadv_p2p_attr, kernel_release) == 72, "kernel_release at 72");
 static_assert(EFADV_DEVICE_ATTR_CAPS_P2P_DMA == 1u << 31, "the top bit");
 
 int main()

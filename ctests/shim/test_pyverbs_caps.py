@@ -9,7 +9,11 @@ Usage: efap2p sim --machine MODEL -- /usr/bin/python3 test_pyverbs_caps.py MODEL
 By hand from the models: p5.48xlarge, all 32 NICs (each shares a PCIe
 switch with an H100; nvidia allows peers in a passthrough VM);
 intel-acs-switch, none (every path crosses a non-whitelisted Intel host
-bridge: refused, and amdgpu bounces through system memory).
+bridge: refused, and amdgpu bounces through system memory);
+arm64-grace-peermem, its one NIC (dma-buf refused, but the EFA driver's p2p
+attribute names the NVIDIA peer-memory provider: true P2P by address);
+grace-no-peermem (ctests/shim/grace-no-peermem.json: the same host without
+the attribute), none.
 """
 
 import sys
@@ -18,7 +22,8 @@ from pyverbs.device import get_device_list
 from pyverbs.providers.efa.efadv import EfaContext
 
 P2P_DMA = 1 << 31
-WANT = {"p5.48xlarge": (32, True), "intel-acs-switch": (4, False)}
+WANT = {"p5.48xlarge": (32, True), "intel-acs-switch": (4, False),
+        "arm64-grace-peermem": (1, True), "grace-no-peermem": (1, False)}
 
 model = sys.argv[1]
 count, reaches = WANT[model]

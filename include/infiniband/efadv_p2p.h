@@ -62,13 +62,25 @@ enum efadv_p2p_policy {
 	EFADV_P2P_POLICY_KERNEL = 0,	/* the kernel's check (xe, vfio-pci, ...) */
 	EFADV_P2P_POLICY_AMDGPU = 1,
 	EFADV_P2P_POLICY_NVIDIA = 2,
+	EFADV_P2P_POLICY_NEURON = 3,	/* AWS Neuron: any importer may attach */
 };
 
 /* Where the verdict came from. */
 enum efadv_p2p_source {
 	EFADV_P2P_SOURCE_COMPUTED = 0,		/* from sysfs, by the kernel's rule */
-	EFADV_P2P_SOURCE_ACPI = 1,		/* the ACPI P2P table */
+	EFADV_P2P_SOURCE_ACPI = 1,		/* the ACPI HMAT (rules p2p-hmat) */
 	EFADV_P2P_SOURCE_TOPOLOGY_FILE = 2,	/* EFAP2P_TOPOLOGY */
+};
+
+/* efadv_p2p_attr.peer_mem_provider: the out-of-tree EFA driver's p2p
+ * attribute, the provider that registers accelerator memory by address. */
+enum efadv_p2p_peer_mem {
+	EFADV_P2P_PEER_MEM_UNKNOWN = 0,		/* no p2p attribute (in-tree driver) */
+	EFADV_P2P_PEER_MEM_NONE = 1,		/* the driver has no provider */
+	EFADV_P2P_PEER_MEM_NVIDIA = 2,		/* "NVIDIA": nvidia_p2p_* */
+	EFADV_P2P_PEER_MEM_NVIDIA_PEERMEM = 3,	/* "NVIDIA peermem": efa_nv_peermem */
+	EFADV_P2P_PEER_MEM_NEURON = 4,		/* "NEURON" */
+	EFADV_P2P_PEER_MEM_OTHER = 5,		/* a provider efap2p does not know */
 };
 
 /* efadv_p2p_attr.flags */
@@ -99,6 +111,17 @@ struct efadv_p2p_attr {
 	/* Why, in a sentence or more: NUL-terminated, owned by the library,
 	 * valid until the process exits. */
 	const char *reason;
+	/* Filled when inlen reaches them (efap2p 1.1; older callers pass the
+	 * 64 bytes up to reason and keep working). map_type..outcome above
+	 * are the dma-buf path (ibv_reg_dmabuf_mr: p2pdma and the exporter's
+	 * rule); the peer-memory path registers the accelerator's memory by
+	 * address (ibv_reg_mr) through the EFA driver's provider. */
+	uint32_t peer_mem_outcome;	/* enum efadv_p2p_outcome; UNKNOWN without a provider attribute */
+	uint32_t peer_mem_provider;	/* enum efadv_p2p_peer_mem */
+	/* The kernel release whose p2pdma rules decided ("6.8.0-1015-aws",
+	 * "latest", "p2p-hmat"; EFAP2P_KERNEL, else uname -r); owned by the
+	 * library like reason. */
+	const char *kernel_release;
 };
 
 /*

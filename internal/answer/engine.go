@@ -136,10 +136,11 @@ func errnoOf(err error) syscall.Errno {
 // core's init.
 func ErrnoOf(err error) syscall.Errno { return errnoOf(err) }
 
-// Attr is a struct efadv_p2p_attr with its reason still a Go string.
+// Attr is a struct efadv_p2p_attr with its strings still Go strings.
 type Attr struct {
-	Attr   abi.P2PAttr // Reason is left 0: whoever hands it to C sets it
+	Attr   abi.P2PAttr // Reason and KernelRelease are left 0: whoever hands it to C sets them
 	Reason string
+	Kernel string // the release the verdict was decided for
 }
 
 // Peer answers efadv_p2p_query_peer: the verdict for ibdev's NIC DMAing
@@ -278,7 +279,7 @@ func attrOf(v *p2p.Verdict, flags uint32, reason string) Attr {
 	if !v.Certain {
 		flags |= abi.P2PFlagUncertain
 	}
-	return Attr{Reason: reason, Attr: abi.P2PAttr{
+	return Attr{Reason: reason, Kernel: v.Kernel.String(), Attr: abi.P2PAttr{
 		MapType:      uint32(v.MapType),
 		Distance:     int32(v.Distance),
 		Path:         uint32(v.Path),
@@ -291,20 +292,41 @@ func attrOf(v *p2p.Verdict, flags uint32, reason string) Attr {
 		PeerDomain:   v.Provider.Domain,
 		PeerBus:      v.Provider.Bus,
 		PeerDevFn:    v.Provider.DevFn(),
+
+		PeerMemOutcome:  uint32(v.PeerMem.Outcome),
+		PeerMemProvider: peerMemOf(v.PeerMem),
 	}}
 }
 
-func policyOf(p string) uint32 {
+func peerMemOf(pm p2p.PeerMem) uint32 {
+	switch {
+	case !pm.Present:
+		return abi.P2PPeerMemUnknown
+	case pm.Provider == "":
+		return abi.P2PPeerMemNone
+	case pm.Provider == "NVIDIA":
+		return abi.P2PPeerMemNVIDIA
+	case pm.Provider == "NVIDIA peermem":
+		return abi.P2PPeerMemNVIDIAPeermem
+	case pm.Provider == "NEURON":
+		return abi.P2PPeerMemNeuron
+	}
+	return abi.P2PPeerMemOther
+}
+
+func policyOf(p p2p.Policy) uint32 {
 	switch p {
 	case p2p.PolicyAMDGPU:
 		return abi.P2PPolicyAMDGPU
 	case p2p.PolicyNVIDIA:
 		return abi.P2PPolicyNVIDIA
+	case p2p.PolicyNeuron:
+		return abi.P2PPolicyNeuron
 	}
 	return abi.P2PPolicyKernel
 }
 
-func sourceOf(s string) uint32 {
+func sourceOf(s p2p.VerdictSource) uint32 {
 	switch s {
 	case p2p.SourceACPI:
 		return abi.P2PSourceACPI

@@ -38,13 +38,36 @@ func tree(t testing.TB, model string) string {
 
 const refusedModel = "../../ctests/emulator/refused.json"
 
-func newEngine(root, topology string, warnf func(string, ...any)) *Engine {
-	return New(root, p2p.Options{TopologyFile: topology, Warnf: warnf}, true)
+func newEngine(root, topology, kernel string, warnf func(string, ...any)) *Engine {
+	var rel p2p.Release
+	if kernel != "" {
+		var err error
+		if rel, err = p2p.ParseRelease(kernel); err != nil {
+			panic(err)
+		}
+	}
+	return New(root, p2p.Options{TopologyFile: topology, Warnf: warnf, Kernel: rel}, true)
+}
+
+// modelKernel is the release a model declares for its emulated host.
+func modelKernel(t testing.TB, model string) string {
+	t.Helper()
+	var m *sim.Machine
+	var err error
+	if strings.HasSuffix(model, ".json") {
+		m, err = sim.LoadFile(model)
+	} else {
+		m, err = sim.Builtin(model)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.KernelRelease().String()
 }
 
 func newTestEngine(t testing.TB, model, topology string) (*Engine, *[]string) {
 	var warnings []string
-	e := newEngine(tree(t, model), topology, func(f string, a ...any) {
+	e := newEngine(tree(t, model), topology, modelKernel(t, model), func(f string, a ...any) {
 		warnings = append(warnings, fmt.Sprintf(f, a...))
 	})
 	if e.Err() != nil {
@@ -81,7 +104,7 @@ func TestNICErrors(t *testing.T) {
 	if a, errno := e.NIC("mlx5_0"); errno != syscall.ENODEV || a.Reaches || a.Summary == "" {
 		t.Errorf("unknown device: %v %v %q", a.Reaches, errno, a.Summary)
 	}
-	none := newEngine(filepath.Join(t.TempDir(), "nothing"), "", nil)
+	none := newEngine(filepath.Join(t.TempDir(), "nothing"), "", "", nil)
 	if _, errno := none.NIC("rdmap79s0"); errno != syscall.EIO {
 		t.Errorf("no tree: errno %v, want EIO", errno)
 	}
@@ -92,10 +115,13 @@ func TestPeer(t *testing.T) {
 	a, errno := e.Peer("rdmap79s0", p2p.MustParseAddr("0000:53:00.0"))
 	want := abi.P2PAttr{MapType: abi.P2PMapBusAddr, Distance: 4, Path: abi.P2PPathPIX,
 		Outcome: abi.P2POutcomeP2P, Policy: abi.P2PPolicyNVIDIA, Source: abi.P2PSourceComputed,
-		PeerBus: 0x53}
+		PeerBus: 0x53,
+		// the model's out-of-tree EFA driver offers "NVIDIA peermem",
+		// which serves the nvidia driver of the H100
+		PeerMemOutcome: abi.P2POutcomeP2P, PeerMemProvider: abi.P2PPeerMemNVIDIAPeermem}
 	got := a.Attr
 	got.BandwidthMBs, got.LatencyNs = 0, 0
-	if errno != 0 || got != want || a.Attr.BandwidthMBs == 0 || !strings.Contains(a.Reason, "0000:45:00.0") {
+	if errno != 0 || got != want || a.Attr.BandwidthMBs == 0 || !strings.Contains(a.Reason, "0000:45:00.0") || a.Kernel == "" {
 		t.Errorf("peer: %+v %v %q", a.Attr, errno, a.Reason)
 	}
 	if _, errno := e.Peer("rdmap79s0", p2p.MustParseAddr("0000:ee:00.0")); errno != syscall.ENOENT {
@@ -174,11 +200,11 @@ func TestTopologyFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	var warned []string
-	e := newEngine(dir, good, func(f string, a ...any) { warned = append(warned, fmt.Sprintf(f, a...)) })
+	e := newEngine(dir, good, "latest", func(f string, a ...any) { warned = append(warned, fmt.Sprintf(f, a...)) })
 	if a := e.Dmabuf("rdmap5s0", "nvidia"); a.Decision != DmabufRefuse || len(warned) != 0 {
 		t.Errorf("blocked NIC: decision %d, warnings %q", a.Decision, warned)
 	}
-	e = newEngine(dir, bad, func(f string, a ...any) { warned = append(warned, fmt.Sprintf(f, a...)) })
+	e = newEngine(dir, bad, "latest", func(f string, a ...any) { warned = append(warned, fmt.Sprintf(f, a...)) })
 	e.NIC("rdmap3s0")
 	e.NIC("rdmap5s0")
 	if a := e.Dmabuf("rdmap5s0", "nvidia"); a.Decision != DmabufAllow || len(warned) != 1 {
@@ -198,7 +224,7 @@ func BenchmarkColdP5AllNICs(b *testing.B) {
 		names = append(names, fmt.Sprintf("rdmap%ds0", n.Addr.Bus))
 	}
 	for b.Loop() {
-		e := newEngine(dir, "", nil)
+		e := newEngine(dir, "", "latest", nil)
 		for _, n := range names {
 			if a, errno := e.NIC(n); errno != 0 || !a.Reaches {
 				b.Fatalf("%s: %v %v", n, a.Reaches, errno)

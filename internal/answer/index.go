@@ -43,7 +43,7 @@ import (
 // reads the JSON.
 const (
 	IndexMagic      = "EFAP2PIX"
-	IndexVersion    = 1
+	IndexVersion    = 2
 	IndexHeaderSize = 192
 	// MaxIndexSize bounds what a reader reads of an index.
 	MaxIndexSize = 16 << 20
@@ -71,7 +71,7 @@ const (
 	sectionSize  = 16
 	functionSize = 16
 	nicSize      = 16
-	attrSize     = 48
+	attrSize     = 64
 	dmabufSize   = 56 + attrSize
 	peerSize     = 16 + attrSize
 
@@ -300,6 +300,9 @@ func putAttr(b []byte, a *Attr, strs *strtab) {
 	}
 	b[40], b[41] = at.PeerBus, at.PeerDevFn
 	le.PutUint32(b[44:], strs.ref(a.Reason))
+	le.PutUint32(b[48:], at.PeerMemOutcome)
+	le.PutUint32(b[52:], at.PeerMemProvider)
+	le.PutUint32(b[56:], strs.ref(a.Kernel))
 }
 
 func getAttr(b []byte, strs []byte) (Attr, error) {
@@ -313,8 +316,12 @@ func getAttr(b []byte, strs []byte) (Attr, error) {
 	}
 	at.Distance = int32(le.Uint32(b[4:]))
 	at.PeerBus, at.PeerDevFn = b[40], b[41]
+	at.PeerMemOutcome, at.PeerMemProvider = le.Uint32(b[48:]), le.Uint32(b[52:])
 	var err error
-	a.Reason, err = str(strs, le.Uint32(b[44:]))
+	if a.Reason, err = str(strs, le.Uint32(b[44:])); err != nil {
+		return a, err
+	}
+	a.Kernel, err = str(strs, le.Uint32(b[56:]))
 	return a, err
 }
 

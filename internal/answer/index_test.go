@@ -44,7 +44,7 @@ func exportTree(t testing.TB, model string) (root, file string) {
 				Distance: v.Distance, Path: v.Path, Policy: v.Policy, Outcome: v.Outcome, Reason: v.Reason})
 		}
 	}
-	if err := tf.RecordMachine(o.Topology(), false); err != nil {
+	if err := tf.RecordMachine(o, false); err != nil {
 		t.Fatal(err)
 	}
 	file = filepath.Join(t.TempDir(), "etc", "efap2p", "topology.json")
@@ -172,7 +172,7 @@ func TestReadIndexRejects(t *testing.T) {
 		{"empty", nil},
 		{"truncated", good[:len(good)-1]},
 		{"magic", append([]byte("EFAP2PIY"), good[8:]...)},
-		{"version", put32(8, 2)},
+		{"version", put32(8, IndexVersion+1)},
 		{"flags", put32(24, 4)},
 		{"boot flag without boot ID", put32(24, IndexBootBound)},
 		{"no sections", put32(28, 0)},

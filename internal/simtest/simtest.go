@@ -36,8 +36,10 @@ import (
 )
 
 // Models are the machine models the tests run in by default. The first
-// one also runs the examples, whose output is written for it.
-var Models = []string{"p5.48xlarge", "intel-acs-switch"}
+// one also runs the examples, whose output is written for it. The last
+// three put root buses where the kernel does on VMD (a domain above
+// 0xffff), devicetree and Hyper-V vPCI hosts.
+var Models = []string{"p5.48xlarge", "intel-acs-switch", "multi-domain", "arm64-devicetree", "hyperv-vpci"}
 
 // modelEnv marks a child process: it names the model it runs in.
 const modelEnv = "EFAP2P_SIMTEST_MODEL"
@@ -125,7 +127,8 @@ func runIn(name, lib string, examples bool) (int, error) {
 		fmt.Printf("=== simtest: inside the emulated %s\n", name)
 	}
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = sim.EmulatorEnv(os.Environ(), dir, lib, []string{"EFAP2P_TOPOLOGY", modelEnv}, modelEnv+"="+name)
+	cmd.Env = sim.EmulatorEnv(os.Environ(), dir, lib, []string{"EFAP2P_TOPOLOGY", "EFAP2P_KERNEL", modelEnv},
+		modelEnv+"="+name, "EFAP2P_KERNEL="+mm.KernelRelease().String())
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, os.Stdout, os.Stderr
 	err = cmd.Run()
 	var ee *exec.ExitError

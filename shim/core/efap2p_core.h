@@ -16,7 +16,7 @@
 
 #include <infiniband/efadv_p2p.h>
 
-#define EFAP2P_CORE_ABI 2
+#define EFAP2P_CORE_ABI 3
 
 /* Log levels, shared with EFAP2P_LOG. */
 enum {
@@ -33,6 +33,7 @@ struct efap2p_core_config {
 	 * NULL or empty: none. */
 	const char *const *topology_files;
 	int log_level;		/* EFAP2P_LOG_* */
+	const char *kernel;	/* EFAP2P_KERNEL: the release whose rules decide, or NULL for uname -r */
 };
 
 /* The answer for one NIC: does it reach an accelerator with true P2P? */

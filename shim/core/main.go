@@ -99,6 +99,13 @@ func efap2p_core_init(cfg *C.struct_efap2p_core_config) C.int {
 		if cfg != nil {
 			logLevel = int(cfg.log_level)
 			opts.TopologyFiles = topologyFiles((**C.char)(unsafe.Pointer(cfg.topology_files)))
+			if cfg.kernel != nil {
+				rel, err := p2p.ParseRelease(C.GoString(cfg.kernel))
+				if err != nil {
+					logf(C.EFAP2P_LOG_ERROR, "%s: %v; using the running kernel's rules", p2p.KernelEnv, err)
+				}
+				opts.Kernel = rel
+			}
 		}
 		eng = answer.New(p2p.SysfsRoot(), opts, logLevel >= C.EFAP2P_LOG_INFO)
 		if eng.Err() != nil {
@@ -169,6 +176,7 @@ func efap2p_core_peer(ibdev *C.char, domain, bus, devfn C.uint32_t, out *C.struc
 // abi.P2PAttr to the C layout.
 func putAttr(dst *C.struct_efadv_p2p_attr, a answer.Attr) {
 	a.Attr.Reason = uintptr(unsafe.Pointer(cstring(a.Reason)))
+	a.Attr.KernelRelease = uintptr(unsafe.Pointer(cstring(a.Kernel)))
 	*(*abi.P2PAttr)(unsafe.Pointer(dst)) = a.Attr
 }
 

@@ -10,6 +10,8 @@
  *                         places (/run/efap2p, then /etc/efap2p)
  *   EFAP2P_TOPOLOGY_ROOT  a folder the default places are looked for in
  *                         (tests and emulated hosts)
+ *   EFAP2P_KERNEL         the kernel release whose p2pdma rules decide
+ *                         (default uname -r)
  *   EFAP2P_CORE           the Go core to load instead of the one found next
  *                         to the library
  *   SYSFS_PATH            the sysfs root, as libibverbs reads it
@@ -89,6 +91,7 @@ static void config_read(void)
 		config.topology_root = "";
 	config.core = nonempty(secure_getenv("EFAP2P_CORE"));
 	config.sysfs = sysfs_path();
+	config.kernel = nonempty(secure_getenv("EFAP2P_KERNEL"));
 	/* efap2p_log would wait for the config: write these directly */
 	if (bad_log)
 		log_line(EFAP2P_LOG_ERROR, "EFAP2P_LOG=%s is not off, error, info or debug: using error", log);

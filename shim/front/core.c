@@ -130,6 +130,7 @@ static int load_core(const sigset_t *caller)
 	struct efap2p_core_config cc = {
 		.topology_files = efap2p_precomp_core_files(),
 		.log_level = cfg->log_level,
+		.kernel = cfg->kernel,
 	};
 	char why[PATH_MAX + 256];
 	void *h = find_core(RTLD_NOLOAD, why, sizeof(why));

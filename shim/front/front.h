@@ -58,6 +58,7 @@ struct efap2p_config {
 	const char *topology_root; /* EFAP2P_TOPOLOGY_ROOT, "" when unset */
 	const char *core;	/* EFAP2P_CORE, NULL when unset */
 	const char *sysfs;	/* the sysfs root: $SYSFS_PATH or /sys */
+	const char *kernel;	/* EFAP2P_KERNEL, NULL when unset */
 };
 
 const struct efap2p_config *efap2p_config(void);

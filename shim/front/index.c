@@ -12,7 +12,7 @@
 #define SECTION_SIZE 16
 #define FUNCTION_SIZE 16
 #define NIC_SIZE 16
-#define ATTR_SIZE 48
+#define ATTR_SIZE 64
 #define DMABUF_SIZE (56 + ATTR_SIZE)
 #define PEER_SIZE (16 + ATTR_SIZE)
 
@@ -52,6 +52,12 @@ static int inline_str(char *dst, const uint8_t *src, size_t len)
 static int str_ok(const struct efap2p_index *ix, uint32_t off)
 {
 	return off < ix->strs_len;
+}
+
+/* An attr record's strings: its reason and kernel release. */
+static int attr_ok(const struct efap2p_index *ix, const uint8_t *rec)
+{
+	return str_ok(ix, le32(rec + 44)) && str_ok(ix, le32(rec + 56));
 }
 
 static int parse_sections(struct efap2p_index *ix, const uint8_t *head, size_t len, uint32_t n)
@@ -105,7 +111,7 @@ static int check_records(const struct efap2p_index *ix)
 		int32_t decision = (int32_t)le32(r + 40);
 
 		if (!memchr(r + 8, 0, EFAP2P_INDEX_EXP_LEN) || !r[8] || decision < 0 || decision > 2 ||
-		    !str_ok(ix, le32(r + 52)) || !str_ok(ix, efap2p_index_attr_reason(r + 56)))
+		    !str_ok(ix, le32(r + 52)) || !attr_ok(ix, r + 56))
 			return EINVAL;
 		if (i && (le64(r) < le64(r - DMABUF_SIZE) ||
 			  (le64(r) == le64(r - DMABUF_SIZE) &&
@@ -113,7 +119,7 @@ static int check_records(const struct efap2p_index *ix)
 			return EINVAL;
 	}
 	for (i = 0, r = ix->rec[EFAP2P_SEC_PEERS]; i < ix->count[EFAP2P_SEC_PEERS]; i++, r += PEER_SIZE) {
-		if (!str_ok(ix, efap2p_index_attr_reason(r + 16)))
+		if (!attr_ok(ix, r + 16))
 			return EINVAL;
 		if (i && (le64(r) < le64(r - PEER_SIZE) ||
 			  (le64(r) == le64(r - PEER_SIZE) && le64(r + 8) <= le64(r + 8 - PEER_SIZE))))
@@ -298,4 +304,7 @@ void efap2p_index_attr(const struct efap2p_index *ix, const uint8_t *rec,
 	out->peer_bus = rec[40];
 	out->peer_devfn = rec[41];
 	out->reason = efap2p_index_str(ix, efap2p_index_attr_reason(rec));
+	out->peer_mem_outcome = le32(rec + 48);
+	out->peer_mem_provider = le32(rec + 52);
+	out->kernel_release = efap2p_index_str(ix, le32(rec + 56));
 }

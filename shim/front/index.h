@@ -18,7 +18,7 @@
 #include <infiniband/efadv_p2p.h>
 
 #define EFAP2P_INDEX_MAGIC "EFAP2PIX"
-#define EFAP2P_INDEX_VERSION 1
+#define EFAP2P_INDEX_VERSION 2
 #define EFAP2P_INDEX_HEADER 192
 #define EFAP2P_INDEX_MAX (16u << 20)
 #define EFAP2P_INDEX_BOOT_BOUND 1u

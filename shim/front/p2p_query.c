@@ -40,6 +40,9 @@ static void attr_copy_out(struct efadv_p2p_attr *dst, const struct efadv_p2p_att
 	FILL(dst, src, inlen, peer_bus);
 	FILL(dst, src, inlen, peer_devfn);
 	FILL(dst, src, inlen, reason);
+	FILL(dst, src, inlen, peer_mem_outcome);
+	FILL(dst, src, inlen, peer_mem_provider);
+	FILL(dst, src, inlen, kernel_release);
 }
 
 static int args_ok(struct ibv_context *ibvctx, const void *attr, uint32_t inlen)

@@ -283,16 +283,34 @@ out:
  * or another errno when it cannot be told (the core decides). */
 static int describes_machine(const char *file, char *msg, size_t len)
 {
-	struct utsname u;
+	int boot_bound = pc.ix.flags & EFAP2P_INDEX_BOOT_BOUND;
 	char boot[64], why[PATH_MAX];
+	struct utsname u;
 	int rc;
 
-	if (pc.ix.kernel[0] && (uname(&u) || strcmp(u.release, pc.ix.kernel))) {
-		snprintf(msg, len, "%s was written for kernel %s, this is %s", file, pc.ix.kernel,
-			 u.release);
-		return ESRCH;
+	/* the functions first, as the Go reader: that another machine wrote
+	 * the file says more than that another kernel did */
+	if (!boot_bound) {
+		rc = functions_match(&pc.ix, why, sizeof(why));
+		if (rc == ESRCH)
+			snprintf(msg, len, "%s describes another machine: %s", file, why);
+		if (rc)
+			return rc;
 	}
-	if (pc.ix.flags & EFAP2P_INDEX_BOOT_BOUND) {
+	if (pc.ix.kernel[0]) {
+		const char *rel = efap2p_config()->kernel;
+
+		/* EFAP2P_KERNEL is the Go core's to parse ("6.1" is 6.1.0):
+		 * a file that differs from it in writing goes to the core */
+		if (rel && strcmp(rel, pc.ix.kernel))
+			return EINVAL;
+		if (!rel && (uname(&u) || strcmp(u.release, pc.ix.kernel))) {
+			snprintf(msg, len, "%s was written for kernel %s, this is %s", file,
+				 pc.ix.kernel, u.release);
+			return ESRCH;
+		}
+	}
+	if (boot_bound) {
 		if ((rc = read_boot_id(boot, sizeof(boot))))
 			return rc;
 		if (strcmp(boot, pc.ix.boot_id)) {
@@ -301,12 +319,8 @@ static int describes_machine(const char *file, char *msg, size_t len)
 				 file, pc.ix.boot_id, boot);
 			return ESRCH;
 		}
-		return 0;
 	}
-	rc = functions_match(&pc.ix, why, sizeof(why));
-	if (rc == ESRCH)
-		snprintf(msg, len, "%s describes another machine: %s", file, why);
-	return rc;
+	return 0;
 }
 
 /* Tries the candidate file; 1 when it answers, 0 to try the next, -1 to

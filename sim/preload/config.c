@@ -30,19 +30,27 @@
 static struct efasim_config *the_config;
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 
+/*
+ * "DDDD:BB:dd.f" or "BB:dd.f". The domain may be wider than 16 bits (a VMD
+ * domain is 10000 and up, as sysfs names it): up to 8 hex digits.
+ */
 int efasim_pci_normalize(const char *in, char out[EFASIM_PCI_LEN])
 {
 	unsigned int dom = 0, bus, dev, fn;
+	const char *colon;
 	char tail;
 
 	if (!in)
 		return -EINVAL;
+	colon = strchr(in, ':');
 	if (sscanf(in, "%x:%x:%x.%x%c", &dom, &bus, &dev, &fn, &tail) != 4) {
 		dom = 0;
 		if (sscanf(in, "%x:%x.%x%c", &bus, &dev, &fn, &tail) != 3)
 			return -EINVAL;
+	} else if (!colon || colon - in > 8) {
+		return -EINVAL;
 	}
-	if (dom > 0xffff || bus > 0xff || dev > 0x1f || fn > 7)
+	if (bus > 0xff || dev > 0x1f || fn > 7)
 		return -EINVAL;
 	snprintf(out, EFASIM_PCI_LEN, "%04x:%02x:%02x.%x", dom, bus, dev, fn);
 	return 0;

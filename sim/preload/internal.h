@@ -25,7 +25,7 @@
 
 /* ---- the emulated machine (config.c) ---- */
 
-#define EFASIM_PCI_LEN 16 /* "dddd:bb:dd.f" + NUL */
+#define EFASIM_PCI_LEN 20 /* "dddddddd:bb:dd.f" (a domain of up to 8 digits) + NUL */
 #define EFASIM_NAME_LEN 64
 
 enum efasim_outcome { EFASIM_P2P, EFASIM_BOUNCED, EFASIM_REFUSED };

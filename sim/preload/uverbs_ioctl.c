@@ -208,12 +208,14 @@ static int exporter_attach(struct dm_call *c, const struct efasim_dmabuf *db)
 		return -EOPNOTSUPP;
 	}
 	v = efasim_verdict_for(efasim_config(), dev->pci, db->owner);
-	if (v && v->outcome == EFASIM_REFUSED) {
-		c->why = "refused by the model";
+	/* efap2p sim write decides every pair of an EFA NIC and a function
+	 * that can own memory; a pair without a decision is refused, never
+	 * silently allowed. */
+	if (!v || v->outcome == EFASIM_REFUSED) {
+		c->why = v ? "refused by the model" : "the model decides no dma-buf for this pair";
 		return -EOPNOTSUPP;
 	}
-	c->why = !v ? "pair not in the model: allowed" :
-		 v->outcome == EFASIM_BOUNCED ? "bounced through system memory" : "p2p";
+	c->why = v->outcome == EFASIM_BOUNCED ? "bounced through system memory" : "p2p";
 	return 0;
 }
 

@@ -46,7 +46,7 @@ func seed(t testing.TB, model string) []byte {
 				MapType: v.MapType, Distance: v.Distance, Path: v.Path, Outcome: v.Outcome, Reason: v.Reason})
 		}
 	}
-	if err := tf.RecordMachine(o.Topology(), false); err != nil {
+	if err := tf.RecordMachine(o, false); err != nil {
 		t.Fatal(err)
 	}
 	file := filepath.Join(dir, "topology.json")
