@@ -8,10 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"strings"
-	"sync"
 	"syscall"
 
-	"golang.org/x/sys/unix"
+	"github.com/efap2p/efap2p/internal/secenv"
 )
 
 // The default places of the machine's topology file. Every process reads
@@ -35,7 +34,7 @@ const (
 // variable is honoured in a secure-execution process (setuid, setgid, file
 // capabilities: AT_SECURE), which reads only the default places.
 func TopologyFileCandidates() []string {
-	if !SecureExec() {
+	if !secenv.Secure() {
 		if f := os.Getenv("EFAP2P_TOPOLOGY"); f != "" {
 			return []string{f}
 		}
@@ -45,30 +44,6 @@ func TopologyFileCandidates() []string {
 	}
 	return []string{BootTopologyFile, OperatorTopologyFile}
 }
-
-var secureExec = sync.OnceValue(func() bool {
-	if os.Getuid() != os.Geteuid() || os.Getgid() != os.Getegid() {
-		return true
-	}
-	auxv, err := unix.Auxv()
-	if err != nil {
-		return false
-	}
-	for _, kv := range auxv {
-		if kv[0] == atSecure {
-			return kv[1] != 0
-		}
-	}
-	return false
-})
-
-const atSecure = 23 // AT_SECURE in the ELF auxiliary vector
-
-// SecureExec reports whether the process runs in secure-execution mode
-// (AT_SECURE: setuid or setgid, or granted file capabilities), where
-// environment variables that redirect what it reads are ignored, as glibc's
-// secure_getenv and libibverbs do.
-func SecureExec() bool { return secureExec() }
 
 // This boot's ID, which a boot-time topology file is checked against;
 // tests replace it.

@@ -15,6 +15,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/efap2p/efap2p/internal/pcicfg"
+	"github.com/efap2p/efap2p/internal/pcilink"
+	"github.com/efap2p/efap2p/internal/secenv"
 )
 
 // DefaultSysfsRoot is where the kernel mounts sysfs.
@@ -24,7 +28,7 @@ const DefaultSysfsRoot = "/sys"
 // when set (trailing slashes dropped), else /sys. The variable is ignored
 // in a secure-execution process (setuid, setgid, file capabilities).
 func SysfsRoot() string {
-	if SecureExec() {
+	if secenv.Secure() {
 		return DefaultSysfsRoot
 	}
 	if p := strings.TrimRight(os.Getenv("SYSFS_PATH"), "/"); p != "" {
@@ -206,7 +210,7 @@ func (s *Sysfs) Link(a Addr) (float64, int, error) {
 		return 0, 0, err
 	}
 	w, _ := strconv.Atoi(wd)
-	return ParseLinkSpeed(sp), w, nil
+	return pcilink.ParseSpeed(sp), w, nil
 }
 
 // Driver implements Source.
@@ -263,7 +267,7 @@ func (s *Sysfs) Attrs(a Addr) (Attrs, error) {
 		}
 	}
 	if b, err := s.readAttr(s.devPath(a, "current_link_speed")); err == nil {
-		at.LinkSpeedGTs = ParseLinkSpeed(b)
+		at.LinkSpeedGTs = pcilink.ParseSpeed(b)
 	}
 	if b, err := s.readAttr(s.devPath(a, "current_link_width")); err == nil {
 		at.LinkWidth, _ = strconv.Atoi(b)
@@ -281,17 +285,6 @@ func (s *Sysfs) Attrs(a Addr) (Attrs, error) {
 	return at, nil
 }
 
-// ParseLinkSpeed parses a current_link_speed value ("16.0 GT/s PCIe") into
-// GT/s; 0 when it is "Unknown" or malformed.
-func ParseLinkSpeed(s string) float64 {
-	f, _, _ := strings.Cut(strings.TrimSpace(s), " ")
-	v, err := strconv.ParseFloat(f, 64)
-	if err != nil || v < 0 {
-		return 0
-	}
-	return v
-}
-
 // ACS implements Source: it reads the extended capability headers up to
 // ACS, then ACS Control, and nothing else.
 func (s *Sysfs) ACS(a Addr) (ACS, error) {
@@ -300,7 +293,8 @@ func (s *Sysfs) ACS(a Addr) (ACS, error) {
 		return ACS{}, err
 	}
 	defer cs.close()
-	return ReadACS(cs)
+	a2, err := pcicfg.ReadACS(cs)
+	return ACS(a2), err
 }
 
 // HostBridge implements Source: the first function of the root bus's
@@ -341,7 +335,7 @@ func (s *Sysfs) HostBridge(r RootBus) (HostBridge, error) {
 		return hb, nil // port type unknown
 	}
 	defer cs.close()
-	hb.PortType, hb.PortTypeKnown, err = PCIePortType(cs)
+	hb.PortType, hb.PortTypeKnown, err = pcicfg.PortType(cs)
 	return hb, err
 }
 
@@ -504,7 +498,7 @@ func (s *Sysfs) openConfig(a Addr) (*sysfsConfig, error) {
 
 func (c *sysfsConfig) close() { syscall.Close(c.fd) }
 
-// ReadDword implements ConfigSpace. A short read past what the process may
+// ReadDword implements pcicfg.Space. A short read past what the process may
 // see is "unreadable", except in a conventional 256-byte space, where
 // extended config space simply does not exist.
 func (c *sysfsConfig) ReadDword(off int) (uint32, bool, error) {
@@ -523,7 +517,7 @@ func (c *sysfsConfig) ReadDword(off int) (uint32, bool, error) {
 		c.s.configDwords.Add(1)
 		return binary.LittleEndian.Uint32(b[:]), true, nil
 	}
-	if c.size == cfgSpaceSize && off >= cfgSpaceSize {
+	if c.size == pcicfg.SpaceSize && off >= pcicfg.SpaceSize {
 		return 0, true, nil
 	}
 	return 0, false, nil

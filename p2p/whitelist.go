@@ -2,6 +2,8 @@
 
 package p2p
 
+import "github.com/efap2p/efap2p/internal/pcicfg"
+
 // PCI vendor IDs of the host bridges the kernel trusts, and of the devices
 // the oracle knows by vendor.
 const (
@@ -152,7 +154,7 @@ func whitelisted(ru *Rules, hb HostBridge, sameHostBridge bool) hostBridgeVerdic
 		if !hb.PortTypeKnown {
 			return hostBridgeVerdict{why: "cannot tell whether " + hb.First.String() + ", the first function on " + hb.Root.String() + ", is a root port: its config space is not readable"}
 		}
-		if hb.PortType != expTypeRootPort {
+		if hb.PortType != pcicfg.PortTypeRootPort {
 			return hostBridgeVerdict{known: true, why: hb.First.String() + ", the first function on " + hb.Root.String() + ", is neither 00.0 nor a root port"}
 		}
 	}
