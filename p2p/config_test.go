@@ -21,7 +21,7 @@ func TestParseCPUModalias(t *testing.T) {
 		{in: "garbage", wantErr: true},
 	}
 	for _, tt := range tests {
-		got, err := ParseCPUModalias(tt.in)
+		got, err := parseCPUModalias(tt.in)
 		if (err != nil) != tt.wantErr || got != tt.want || got.SupportsP2P() != tt.p2p {
 			t.Errorf("ParseCPUModalias(%q) = %+v, %v (p2p %v); want %+v, err %v, p2p %v", tt.in, got, err, got.SupportsP2P(), tt.want, tt.wantErr, tt.p2p)
 		}
@@ -32,7 +32,7 @@ func FuzzParseCPUModalias(f *testing.F) {
 	f.Add("cpu:type:x86,ven0002fam0019mod0001:feature:,0000,009F")
 	f.Add("cpu:type:aarch64:feature:,0000")
 	f.Fuzz(func(t *testing.T, s string) {
-		c, err := ParseCPUModalias(s)
+		c, err := parseCPUModalias(s)
 		if err == nil && !c.Known {
 			t.Fatal("parsed but unknown")
 		}
@@ -41,14 +41,14 @@ func FuzzParseCPUModalias(f *testing.F) {
 
 func TestParseDevicePath(t *testing.T) {
 	a := MustParseAddr("10000:01:00.0")
-	root, chain, err := ParseDevicePath(a, "../../../devices/pci0000:00/0000:00:0e.0/pci10000:00/10000:00:01.0/10000:01:00.0")
+	root, chain, _, err := parseDevicePath(a, "../../../devices/pci0000:00/0000:00:0e.0/pci10000:00/10000:00:01.0/10000:01:00.0")
 	if err != nil || root != (RootBus{0x10000, 0}) || len(chain) != 2 || chain[0] != MustParseAddr("10000:00:01.0") || chain[1] != a {
 		t.Fatalf("VMD path: %v %v %v", root, chain, err)
 	}
-	if _, _, err := ParseDevicePath(a, "../../../devices/platform/foo/10000:01:00.0"); err == nil {
+	if _, _, _, err := parseDevicePath(a, "../../../devices/platform/foo/10000:01:00.0"); err == nil {
 		t.Fatal("a path without a root bus was accepted")
 	}
-	if _, _, err := ParseDevicePath(a, "../../../devices/pci0000:00/0000:00:01.0"); err == nil {
+	if _, _, _, err := parseDevicePath(a, "../../../devices/pci0000:00/0000:00:01.0"); err == nil {
 		t.Fatal("a path to another function was accepted")
 	}
 }
@@ -57,7 +57,7 @@ func FuzzParseDevicePath(f *testing.F) {
 	f.Add("../../../devices/pci0000:44/0000:44:01.1/0000:45:00.0")
 	f.Fuzz(func(t *testing.T, s string) {
 		a := MustParseAddr("0000:45:00.0")
-		_, chain, err := ParseDevicePath(a, s)
+		_, chain, _, err := parseDevicePath(a, s)
 		if err == nil && chain[len(chain)-1] != a {
 			t.Fatal("chain does not end at the function")
 		}

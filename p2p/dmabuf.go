@@ -13,15 +13,9 @@ import (
 	"github.com/efap2p/efap2p/internal/dmabuf"
 )
 
-// driverFunctions is an optional Source interface: the functions bound to
-// a driver.
-type driverFunctions interface {
-	DriverFunctions(driver string) ([]Addr, error)
-}
-
-// DriverFunctions lists the functions bound to a PCI driver, from
+// driverFunctions lists the functions bound to a PCI driver, from
 // bus/pci/drivers/<driver> (none for a driver the machine does not have).
-func (s *Sysfs) DriverFunctions(driver string) ([]Addr, error) {
+func (s *Sysfs) driverFunctions(driver string) ([]Addr, error) {
 	if driver == "" || strings.ContainsAny(driver, "/\x00") || driver == "." || driver == ".." {
 		return nil, fmt.Errorf("driver name %q", driver)
 	}
@@ -50,15 +44,15 @@ var ErrSystemMemory = errors.New("the dma-buf's exporter keeps it in system memo
 // dma-buf's exporter.
 var ErrUnknownExporter = errors.New("no PCI function of this machine belongs to the dma-buf's exporter")
 
-// ExporterCandidates returns the PCI functions that may own a dma-buf from
+// exporterCandidates returns the PCI functions that may own a dma-buf from
 // the named exporter, in enumeration order. It returns ErrSystemMemory for
 // a system-memory exporter and ErrUnknownExporter when no function is
 // bound to the exporter's drivers.
-func (t *Topology) ExporterCandidates(expName string) ([]Addr, error) {
+func (t *Topology) exporterCandidates(expName string) ([]Addr, error) {
 	if dmabuf.SystemMemory(expName) {
 		return nil, fmt.Errorf("%w (%s)", ErrSystemMemory, expName)
 	}
-	df, ok := t.src.(driverFunctions)
+	df, ok := t.ext.(driverFunctions)
 	if !ok {
 		return nil, fmt.Errorf("%w (%s): the source cannot list drivers", ErrUnknownExporter, expName)
 	}
@@ -95,7 +89,7 @@ type DmabufDecision struct {
 // expName. It wraps ErrSystemMemory or ErrUnknownExporter when there is no
 // peer to judge.
 func (o *Oracle) Dmabuf(client Addr, expName string) (*DmabufDecision, error) {
-	cands, err := o.topo.ExporterCandidates(expName)
+	cands, err := o.topo.exporterCandidates(expName)
 	if err != nil {
 		return nil, err
 	}

@@ -12,29 +12,13 @@ import (
 // drivers/pci/p2pdma.c pci_acs_p2pdma_decision and pci_acs_egress_ctrl_set
 // in Leon Romanovsky's series, PCIe r7.0 section 6.12.3, table 6-11.
 
-// configSource is an optional Source interface: raw config space access,
-// for the registers only a few rules need (the ACS Egress Control Vector,
-// a port's Link Capabilities). Package sim's models implement it.
-type configSource interface {
-	// Config opens the function's config space; the caller calls done.
-	Config(a Addr) (cs pcicfg.Space, done func(), err error)
-}
-
 // errNoConfig is returned by Topology.config for a source without config
 // space access.
 var errNoConfig = errors.New("the source has no config space access")
 
-// config opens a function's config space through the source: sysfs's
-// config file, or a source's Config.
+// config opens a function's config space through the source.
 func (t *Topology) config(a Addr) (cs pcicfg.Space, done func(), err error) {
-	switch src := t.src.(type) {
-	case *Sysfs:
-		c, err := src.openConfig(a)
-		if err != nil {
-			return nil, nil, err
-		}
-		return c, c.close, nil
-	case configSource:
+	if src, ok := t.ext.(configSource); ok {
 		return src.Config(a)
 	}
 	return nil, nil, errNoConfig

@@ -12,20 +12,9 @@ import (
 	"github.com/efap2p/efap2p/internal/acpitab"
 )
 
-// acpiSource is an optional Source interface: the machine's binary ACPI
-// tables and the ACPI companions of its host bridges.
-type acpiSource interface {
-	// ACPITable returns a table by signature ("HMAT", "SRAT") as the
-	// firmware wrote it; nil and no error when the machine has none.
-	ACPITable(sig string) ([]byte, error)
-	// HostBridgeFirmware returns the _HID and _UID of the ACPI companion
-	// of a root bus's host bridge; ok is false when it has none (a
-	// devicetree or VMD host bridge).
-	HostBridgeFirmware(r RootBus) (hid, uid string, ok bool, err error)
-}
-
-// ACPITable implements the optional Source method from firmware/acpi/tables/<sig>.
-func (s *Sysfs) ACPITable(sig string) ([]byte, error) {
+// acpiTable reads a binary ACPI table from firmware/acpi/tables/<sig>;
+// nil when the machine has none.
+func (s *Sysfs) acpiTable(sig string) ([]byte, error) {
 	s.attrReads.Add(1)
 	b, err := readFileLimited(filepath.Join(s.root, "firmware/acpi/tables", sig), acpitab.MaxTableSize)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -34,9 +23,9 @@ func (s *Sysfs) ACPITable(sig string) ([]byte, error) {
 	return b, err
 }
 
-// HostBridgeFirmware implements the optional Source method from the firmware_node link of
-// the root bus's host bridge device (devices/.../pciDDDD:BB/firmware_node).
-func (s *Sysfs) HostBridgeFirmware(r RootBus) (string, string, bool, error) {
+// hostBridgeFirmware reads the _HID and _UID of a root bus's host bridge
+// from its firmware_node (devices/.../pciDDDD:BB/firmware_node).
+func (s *Sysfs) hostBridgeFirmware(r RootBus) (string, string, bool, error) {
 	dir := filepath.Join(s.rootDir(r), "firmware_node")
 	uid, err := s.readAttr(filepath.Join(dir, "uid"))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -62,7 +51,7 @@ type acpiState struct {
 func (t *Topology) acpiTables() *acpiState {
 	st := &t.acpiOnce
 	st.once.Do(func() {
-		src, ok := t.src.(acpiSource)
+		src, ok := t.ext.(acpiSource)
 		if !ok {
 			return
 		}
@@ -106,7 +95,7 @@ func (t *Topology) hostBridgeDomain(r RootBus) (uint32, string, bool) {
 	}
 	t.mu.Unlock()
 	e := pxmEntry{}
-	src, _ := t.src.(acpiSource)
+	src, _ := t.ext.(acpiSource)
 	st := t.acpiTables()
 	switch {
 	case src == nil:

@@ -92,7 +92,7 @@ func writers(mode uint32) string {
 // root or this user owns and only they can write, well-formed, describing
 // the machine t reads. why says, when it is used, what made it trusted.
 func loadTopologyFile(name string, t *Topology, rel Release) (tf *TopologyFile, why string, err error) {
-	data, st, err := readFileStat(name, MaxTopologyFileSize)
+	data, st, err := readFileStat(name, maxTopologyFileSize)
 	if err != nil {
 		return nil, "", topoErrorf(nil, "%w", err)
 	}
@@ -155,14 +155,8 @@ func (tf *TopologyFile) checkMachine(name string, t *Topology, rel Release) (str
 	return strings.Join(what, ", "), nil
 }
 
-// IDReader is an optional Source interface: a function's vendor and device
-// IDs alone, cheaper than Attrs.
-type IDReader interface {
-	FunctionIDs(a Addr) (vendor, device uint16, err error)
-}
-
-// FunctionIDs implements IDReader from the vendor and device attributes.
-func (s *Sysfs) FunctionIDs(a Addr) (uint16, uint16, error) {
+// functionIDs reads a function's vendor and device attributes.
+func (s *Sysfs) functionIDs(a Addr) (uint16, uint16, error) {
 	v, err := s.readHex(s.devPath(a, "vendor"))
 	if err != nil {
 		return 0, 0, err
@@ -175,7 +169,7 @@ func (s *Sysfs) FunctionIDs(a Addr) (uint16, uint16, error) {
 }
 
 func (t *Topology) functionIDs(a Addr) (uint16, uint16, error) {
-	if r, ok := t.src.(IDReader); ok {
+	if r, ok := t.ext.(idReader); ok {
 		return r.FunctionIDs(a)
 	}
 	f, err := t.Function(a)

@@ -17,7 +17,7 @@ import (
 type Oracle struct {
 	topo  *Topology
 	opts  Options
-	rules *Rules
+	rules *kernelRules
 	file  *topoIndex // the topology file, when one was read
 	// fileWhy says why the file was trusted; fileErr is why a topology
 	// file was not used (the first one refused).
@@ -82,10 +82,10 @@ func NewOracleWith(topo *Topology, opts Options) *Oracle {
 		var err error
 		if rel, err = RunningRelease(); err != nil {
 			o.warn("%v; deciding by the newest rules known", err)
-			rel = ReleaseLatest
+			rel = releaseLatest
 		}
 	}
-	o.rules = RulesFor(rel)
+	o.rules = rulesFor(rel)
 	names, explicit := opts.TopologyFiles, false
 	if opts.TopologyFile != "" {
 		names, explicit = []string{opts.TopologyFile}, true
@@ -139,9 +139,6 @@ func (o *Oracle) Topology() *Topology { return o.topo }
 
 // Kernel returns the release whose rules the oracle decides by.
 func (o *Oracle) Kernel() Release { return o.rules.Release }
-
-// Rules returns the rules the oracle decides by.
-func (o *Oracle) Rules() *Rules { return o.rules }
 
 // Verdict returns the kernel's verdict for a DMA from client into
 // provider's memory. The returned Verdict is shared: do not modify it.

@@ -21,20 +21,20 @@ import (
 	"github.com/efap2p/efap2p/internal/secenv"
 )
 
-// DefaultSysfsRoot is where the kernel mounts sysfs.
-const DefaultSysfsRoot = "/sys"
+// defaultSysfsRoot is where the kernel mounts sysfs.
+const defaultSysfsRoot = "/sys"
 
 // SysfsRoot returns the sysfs root the way libibverbs picks it: $SYSFS_PATH
 // when set (trailing slashes dropped), else /sys. The variable is ignored
 // in a secure-execution process (setuid, setgid, file capabilities).
 func SysfsRoot() string {
 	if secenv.Secure() {
-		return DefaultSysfsRoot
+		return defaultSysfsRoot
 	}
 	if p := strings.TrimRight(os.Getenv("SYSFS_PATH"), "/"); p != "" {
 		return p
 	}
-	return DefaultSysfsRoot
+	return defaultSysfsRoot
 }
 
 // SysfsStats counts what a Sysfs source has read, so that tests and
@@ -153,19 +153,13 @@ func (s *Sysfs) rootDir(r RootBus) string {
 	return filepath.Join(s.root, "devices", r.String())
 }
 
-// ParseDevicePath extracts the root bus and the upstream chain (root bus
+// parseDevicePath extracts the root bus and the upstream chain (root bus
 // side first, a last) from the target of a bus/pci/devices/<a> link or any
 // path of a device directory. The root bus may sit anywhere: under
 // devices/, below a PCI function (a VMD domain), a platform device
 // (devicetree host controllers) or another bus (Hyper-V vPCI); the chain
 // restarts at every root bus directory on the way.
-func ParseDevicePath(a Addr, path string) (RootBus, []Addr, error) {
-	r, chain, _, err := parseDevicePath(a, path)
-	return r, chain, err
-}
-
-// parseDevicePath is ParseDevicePath that also returns the path of the
-// root bus directory (a prefix of path).
+// It also returns the path of the root bus directory (a prefix of path).
 func parseDevicePath(a Addr, path string) (RootBus, []Addr, string, error) {
 	var root RootBus
 	var chain []Addr
@@ -345,7 +339,7 @@ func (s *Sysfs) CPU() (CPU, error) {
 	if err != nil {
 		return CPU{}, fmt.Errorf("cpu: %w", err)
 	}
-	return ParseCPUModalias(b)
+	return parseCPUModalias(b)
 }
 
 // Functions implements Source.
@@ -375,8 +369,9 @@ func (s *Sysfs) Drivers() ([]string, error) {
 	return names, nil
 }
 
-// DriverVersion implements DriverInfo from module/<name>/version.
-func (s *Sysfs) DriverVersion(module string) string {
+// driverVersion reads a module's version from module/<name>/version; ""
+// when unknown.
+func (s *Sysfs) driverVersion(module string) string {
 	v, err := s.readAttr(filepath.Join(s.root, "module", module, "version"))
 	if err != nil {
 		return ""
@@ -384,12 +379,12 @@ func (s *Sysfs) DriverVersion(module string) string {
 	return v
 }
 
-// NVIDIATopoCheckOverride implements DriverInfo from the nvidia driver's
-// /proc/driver/nvidia/params ("GrdmaPciTopoCheckOverride: N"; the module
-// parameter is not visible under /sys/module). It is read only for the
-// real /sys: an emulated tree has no /proc of its own.
-func (s *Sysfs) NVIDIATopoCheckOverride() int {
-	if s.root != DefaultSysfsRoot {
+// nvidiaTopoCheckOverride reads NVreg_GrdmaPciTopoCheckOverride from the
+// nvidia driver's /proc/driver/nvidia/params ("GrdmaPciTopoCheckOverride:
+// N"; the module parameter is not visible under /sys/module). It is read
+// only for the real /sys: an emulated tree has no /proc of its own.
+func (s *Sysfs) nvidiaTopoCheckOverride() int {
+	if s.root != defaultSysfsRoot {
 		return 0
 	}
 	data, err := readFileLimited("/proc/driver/nvidia/params", 64<<10)
@@ -415,9 +410,9 @@ func parseNVIDIAOverride(params string) int {
 // hypervisorFeature is X86_FEATURE_HYPERVISOR as cpu modalias numbers it.
 const hypervisorFeature = 0x009f
 
-// ParseCPUModalias parses devices/system/cpu/modalias:
+// parseCPUModalias parses devices/system/cpu/modalias:
 // "cpu:type:x86,ven0002fam0019mod0001:feature:,0000,009F,...".
-func ParseCPUModalias(s string) (CPU, error) {
+func parseCPUModalias(s string) (CPU, error) {
 	s = strings.TrimSpace(s)
 	rest, ok := strings.CutPrefix(s, "cpu:type:")
 	if !ok {

@@ -96,9 +96,9 @@ type TopoPair struct {
 	Reason       string    `json:"reason,omitempty"`
 }
 
-// MaxTopologyFileSize bounds what a reader reads of a topology file; the
+// maxTopologyFileSize bounds what a reader reads of a topology file; the
 // file of a 4096-function machine stays well below it.
-const MaxTopologyFileSize = 64 << 20
+const maxTopologyFileSize = 64 << 20
 
 // ErrTopologyFile is wrapped by every error about a topology file.
 var ErrTopologyFile = errors.New("bad topology file")
@@ -130,7 +130,7 @@ func topoErrorf(kind error, format string, args ...any) error {
 // ReadTopologyFile reads and validates a topology file. Errors name the
 // file and line.
 func ReadTopologyFile(name string) (*TopologyFile, error) {
-	data, err := readFileLimited(name, MaxTopologyFileSize)
+	data, err := readFileLimited(name, maxTopologyFileSize)
 	if err != nil {
 		return nil, topoErrorf(nil, "%w", err)
 	}

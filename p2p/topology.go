@@ -118,8 +118,21 @@ func (c CPU) SupportsP2P() bool {
 	return c.Known && c.Arch == "x86" && c.Vendor == X86VendorAMD && c.Family >= 0x17
 }
 
-// A Source fills a Topology: sysfs, or a machine model held in memory.
-// Every method may be called concurrently, each at most once per argument.
+// A Source fills a Topology: sysfs (OpenSysfs), or a machine model held in
+// memory (package sim: Machine.Source). Every method may be called
+// concurrently, each at most once per argument.
+//
+// Beyond these methods a Source may offer facts some rules need; the
+// oracle looks for each of the following methods and does without the
+// fact when the source lacks it (Sysfs offers them all):
+//
+//	ACPITable(sig string) ([]byte, error)                               // binary ACPI tables (HMAT, SRAT); nil when absent
+//	HostBridgeFirmware(r RootBus) (hid, uid string, ok bool, err error) // a host bridge's ACPI companion
+//	PeerMemProvider(nic Addr) (provider string, present bool, err error) // the EFA driver's p2p attribute
+//	DriverFunctions(driver string) ([]Addr, error)                      // the functions bound to a driver
+//	DriverVersion(module string) string                                 // "580.65.06"; "" when unknown
+//	NVIDIATopoCheckOverride() int                                       // NVreg_GrdmaPciTopoCheckOverride
+//	FunctionIDs(a Addr) (vendor, device uint16, err error)              // cheaper than Attrs
 type Source interface {
 	// Chain returns the function's root bus and its upstream chain from the
 	// function on the root bus down to a itself (a is last).
@@ -249,6 +262,7 @@ func (f *Function) ACS() ACS {
 // about. It is safe for concurrent use.
 type Topology struct {
 	src Source
+	ext any // where the optional Source methods are looked for (extrasOf)
 
 	mu         sync.Mutex
 	acpiOnce   acpiState
@@ -280,6 +294,7 @@ const maxBadFunctions = 1024
 func NewTopology(src Source) *Topology {
 	return &Topology{
 		src: src,
+		ext: extrasOf(src),
 		fns: make(map[Addr]*Function),
 		bad: make(map[Addr]error),
 		hbs: make(map[RootBus]*hostBridgeEntry),

@@ -129,7 +129,7 @@ func (v *Verdict) KernelDistance() int {
 
 // computeVerdict applies the kernel's calc_map_type_and_dist of the rules
 // ru to p and c.
-func (t *Topology) computeVerdict(ru *Rules, p, c *Function) *Verdict {
+func (t *Topology) computeVerdict(ru *kernelRules, p, c *Function) *Verdict {
 	v := &Verdict{Provider: p.Addr, Client: c.Addr, Source: SourceComputed, Certain: true, ACSRedirect: []Addr{}, Kernel: ru.Release}
 	if ru.Unmodelled {
 		v.Certain = false
@@ -212,7 +212,7 @@ func (d hostDecision) allowed() bool {
 // sit under one bridge, else both bridges must pass on their own), then,
 // with the HMAT series, a reachable HMAT path from the client's host bridge
 // to the provider's.
-func (t *Topology) hostDecide(ru *Rules, pr, cr RootBus) hostDecision {
+func (t *Topology) hostDecide(ru *kernelRules, pr, cr RootBus) hostDecision {
 	var d hostDecision
 	cpu, err := t.CPU()
 	d.cpu, d.cpuKnown = cpu, err == nil && cpu.Known
@@ -242,12 +242,12 @@ func (t *Topology) hostDecide(ru *Rules, pr, cr RootBus) hostDecision {
 
 // hostBridgeAllows reports whether the host-bridge check passes for a path
 // between the two root buses.
-func (t *Topology) hostBridgeAllows(ru *Rules, pr, cr RootBus) bool {
+func (t *Topology) hostBridgeAllows(ru *kernelRules, pr, cr RootBus) bool {
 	return t.hostDecide(ru, pr, cr).allowed()
 }
 
 // hostBridgeCheck decides a THRU_HOST_BRIDGE path and explains it.
-func (t *Topology) hostBridgeCheck(ru *Rules, v *Verdict, p, c *Function, acsPath bool) {
+func (t *Topology) hostBridgeCheck(ru *kernelRules, v *Verdict, p, c *Function, acsPath bool) {
 	var why strings.Builder
 	if acsPath {
 		why.WriteString(acsReason(v))

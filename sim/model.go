@@ -381,7 +381,7 @@ func (f *Function) ACSBits() (capability, control uint16, present bool) {
 // model names none).
 func (m *Machine) KernelRelease() p2p.Release {
 	if m.Kernel.IsZero() {
-		return p2p.ReleaseLatest
+		return p2p.MustParseRelease("latest")
 	}
 	return m.Kernel
 }

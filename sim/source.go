@@ -11,7 +11,10 @@ import (
 )
 
 // Source returns the model as a p2p.Source, so that the oracle can answer
-// on the model without a sysfs tree (the synthetic machines use this).
+// on the model without a sysfs tree (the synthetic machines use this). It
+// offers the optional methods p2p looks for (see p2p.Source): the ACPI
+// tables, the EFA driver's p2p attribute, config space and the functions
+// of each driver.
 func (m *Machine) Source() p2p.Source { return modelSource{m} }
 
 type modelSource struct{ m *Machine }
@@ -160,7 +163,7 @@ func (s modelSource) HostBridgeFirmware(r p2p.RootBus) (string, string, bool, er
 	return "", "", false, fmt.Errorf("root bus %s is not in machine %s", r, s.m.Name)
 }
 
-// PeerMemProvider implements p2p.PeerMemSource from the EFA NICs' p2p.
+// PeerMemProvider gives the oracle the EFA NICs' p2p attribute.
 func (s modelSource) PeerMemProvider(nic p2p.Addr) (string, bool, error) {
 	f, err := s.fn(nic)
 	if err != nil || f.EFA == nil {
@@ -184,7 +187,7 @@ func (s modelSource) Config(a p2p.Addr) (pcicfg.Space, func(), error) {
 	return pcicfg.Bytes(s.m.ConfigSpace(f)), func() {}, nil
 }
 
-// DriverFunctions implements p2p.DriverFunctions from the model's drivers.
+// DriverFunctions gives the oracle the functions bound to a driver.
 func (s modelSource) DriverFunctions(driver string) ([]p2p.Addr, error) {
 	var out []p2p.Addr
 	for a, f := range s.m.fns {
