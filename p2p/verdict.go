@@ -5,6 +5,7 @@ package p2p
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -87,6 +88,29 @@ func (f *figures) get() (int, int) {
 	}
 	f.once.Do(func() { f.bw, f.lat = f.compute() })
 	return f.bw, f.lat
+}
+
+// Clone returns a copy of v that shares nothing the caller could change
+// with it: the oracle's verdicts are shared with its cache (Oracle.Verdict),
+// a clone is the caller's to keep and change.
+func (v *Verdict) Clone() *Verdict {
+	if v == nil {
+		return nil
+	}
+	c := *v
+	if v.CommonBridge != nil {
+		a := *v.CommonBridge
+		c.CommonBridge = &a
+	}
+	c.ACSRedirect = slices.Clone(v.ACSRedirect)
+	c.ACSUnknown = slices.Clone(v.ACSUnknown)
+	c.ACSBlocked = slices.Clone(v.ACSBlocked)
+	if v.Whitelist != nil {
+		e := v.Whitelist.clone()
+		c.Whitelist = &e
+	}
+	// fig is computed once and only read: the copy may share it.
+	return &c
 }
 
 // BandwidthMBs is the narrowest PCIe link on the path in MB/s (0 when

@@ -2,10 +2,13 @@
 
 package p2p
 
-import "github.com/efap2p/efap2p/internal/pcicfg"
+import (
+	"slices"
 
-// PCI vendor IDs of the host bridges the kernel trusts, and of the devices
-// the oracle knows by vendor.
+	"github.com/efap2p/efap2p/internal/pcicfg"
+)
+
+// PCI vendor IDs of the host bridges the kernel trusts.
 const (
 	vendorIntel   = 0x8086
 	vendorGoogle  = 0x1ae0
@@ -128,9 +131,24 @@ var pciP2PDMAWhitelist = []WhitelistEntry{
 	{vendorAlibaba, 0x8000, false, "Alibaba T-HEAD Yitian 710", relNext, Release{}, nil, "6a0b9a75b986 (PCI tree pci/p2pdma and linux-next, 2026-12)"},
 }
 
-// HostBridgeWhitelist returns the kernel's whitelist as release r has it,
-// in its order.
-func HostBridgeWhitelist(r Release) []WhitelistEntry { return rulesFor(r).Whitelist }
+// HostBridgeWhitelist returns the kernel's host-bridge whitelist as
+// release r has it, in its order (the first entry matching a host bridge
+// decides), each entry with the releases that have it. It is a copy: the
+// caller may keep and change it without changing the oracle's rules.
+func HostBridgeWhitelist(r Release) []WhitelistEntry {
+	wl := rulesFor(r).Whitelist
+	out := make([]WhitelistEntry, len(wl))
+	for i := range wl {
+		out[i] = wl[i].clone()
+	}
+	return out
+}
+
+// clone returns a copy of e that shares nothing with it.
+func (e WhitelistEntry) clone() WhitelistEntry {
+	e.Backports = slices.Clone(e.Backports)
+	return e
+}
 
 // hostBridgeVerdict is the outcome of the whitelist check for one bridge.
 type hostBridgeVerdict struct {
