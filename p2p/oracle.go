@@ -13,7 +13,9 @@ import (
 
 // Oracle answers pairwise P2P questions for one machine and caches every
 // verdict for the life of the process (the kernel never invalidates its own
-// cache either). It is safe for concurrent use.
+// cache either). It is safe for concurrent use. The verdicts its methods
+// return are the cached ones, shared by every caller: do not change them
+// (Verdict.Clone makes a copy that is the caller's).
 type Oracle struct {
 	topo  *Topology
 	opts  Options
@@ -141,8 +143,8 @@ func (o *Oracle) Topology() *Topology { return o.topo }
 func (o *Oracle) Kernel() Release { return o.rules.Release }
 
 // Verdict returns the kernel's verdict for a DMA from client into
-// provider's memory. The returned Verdict is shared: do not modify it.
-// A warm lookup takes no lock and does not allocate.
+// provider's memory. The returned Verdict is shared: do not modify it
+// (Verdict.Clone). A warm lookup takes no lock and does not allocate.
 func (o *Oracle) Verdict(provider, client Addr) (*Verdict, error) {
 	k, narrow := pairKey(provider, client)
 	if narrow {

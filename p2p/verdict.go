@@ -11,7 +11,9 @@ import (
 )
 
 // Verdict is the oracle's answer for one (provider, client) pair: the
-// provider owns the memory, the client DMAs into it.
+// provider owns the memory, the client DMAs into it. The verdicts an
+// Oracle returns are shared with its cache: read them, and Clone one to
+// keep a copy to change.
 type Verdict struct {
 	Provider Addr `json:"provider"`
 	Client   Addr `json:"client"`

@@ -79,7 +79,7 @@ var (
 )
 
 // pciP2PDMAWhitelist is the kernel's pci_p2pdma_whitelist over its history,
-// each entry where the newest table (linux-next) has it; RulesFor keeps
+// each entry where the newest table (linux-next) has it; rulesFor keeps
 // those of one release, in this order (the first matching entry decides).
 //
 // Provenance, from drivers/pci/p2pdma.c as read in the kernel trees and
