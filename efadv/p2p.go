@@ -41,7 +41,8 @@ func buildOracle() (*p2p.Oracle, error) {
 // the rules of the kernel release $EFAP2P_KERNEL names ("6.1.0-28-amd64",
 // "latest", "p2p-hmat"), else of the running kernel. Every function of
 // this package asks this one oracle; its verdicts are cached for the life
-// of the process.
+// of the process, and those its own methods return are shared with that
+// cache (p2p.Verdict.Clone copies one; QueryP2P returns copies).
 func Oracle() (*p2p.Oracle, error) { return oracle() }
 
 var warned sync.Map
