@@ -99,7 +99,8 @@ func BenchmarkQueryDevice(b *testing.B) {
 	}
 }
 
-// BenchmarkQueryP2P is QueryP2P warm: a cached verdict.
+// BenchmarkQueryP2P is QueryP2P warm: a cached verdict, copied for the
+// caller.
 func BenchmarkQueryP2P(b *testing.B) {
 	ctx, peer := benchNIC(b)
 	if _, err := efadv.QueryP2P(ctx, peer); err != nil {

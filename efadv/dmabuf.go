@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/efap2p/efap2p/internal/dl"
-	"github.com/efap2p/efap2p/p2p"
+	"github.com/efap2p/efap2p/internal/dmabuf"
 )
 
 // libc holds the libc functions the dma-buf check calls, found as the
@@ -48,14 +48,14 @@ func DmabufExporter(fd int) (string, error) {
 	if r, errno := dl.CallErrno(f.fstatfs, uintptr(int32(fd)), uintptr(unsafe.Pointer(st))); int32(r) != 0 {
 		return "", fmt.Errorf("efadv: dma-buf %d: fstatfs: %w", fd, dl.ErrnoOrEIO(errno))
 	}
-	if uint32(st.Type) != p2p.DmabufMagic {
+	if uint32(st.Type) != dmabuf.Magic {
 		return "", fmt.Errorf("efadv: fd %d is not a dma-buf (file system magic %#x): %w", fd, uint32(st.Type), syscall.EINVAL)
 	}
 	text, err := readFile(f, "/proc/self/fdinfo/"+strconv.Itoa(fd))
 	if err != nil {
 		return "", fmt.Errorf("efadv: dma-buf %d: %w", fd, err)
 	}
-	exp, ok := p2p.ParseFdinfo(text)
+	exp, ok := dmabuf.ExpName(text)
 	if !ok {
 		return "", fmt.Errorf("efadv: dma-buf %d: its fdinfo names no exporter: %w", fd, syscall.EINVAL)
 	}

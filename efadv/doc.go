@@ -36,7 +36,8 @@
 //
 // Every function is safe for concurrent use. Verdicts, and each NIC's
 // P2P_DMA bit, are cached for the life of the process, as the kernel
-// caches its own: a warm QueryP2P is a map lookup, and a warm QueryDevice
-// costs the libefa call plus that lookup. The first answer for a NIC reads
+// caches its own: a warm QueryP2P is a map lookup and a copy of the
+// verdict (the caller's to keep and change), and a warm QueryDevice costs
+// the libefa call plus a lookup. The first answer for a NIC reads
 // sysfs (a few files per PCI function on the paths asked about).
 package efadv

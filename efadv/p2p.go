@@ -41,7 +41,8 @@ func buildOracle() (*p2p.Oracle, error) {
 // the rules of the kernel release $EFAP2P_KERNEL names ("6.1.0-28-amd64",
 // "latest", "p2p-hmat"), else of the running kernel. Every function of
 // this package asks this one oracle; its verdicts are cached for the life
-// of the process.
+// of the process, and those its own methods return are shared with that
+// cache (p2p.Verdict.Clone copies one; QueryP2P returns copies).
 func Oracle() (*p2p.Oracle, error) { return oracle() }
 
 var warned sync.Map
@@ -113,10 +114,11 @@ func reaches(ctx *verbs.Context) bool {
 // kernel decides them, the path class, the exporting driver's outcome
 // (p2p, bounced or refused) on the dma-buf path, the peer-memory path
 // (Verdict.PeerMem: the out-of-tree EFA driver's provider), the kernel
-// release decided for, the source and the reason. The verdict is
-// shared and cached: do not modify it. A peer that is not on the machine
-// gives an error wrapping p2p.ErrNoFunction; a closed context one wrapping
-// verbs.ErrClosed.
+// release decided for, the source and the reason. The verdict is the
+// caller's: a copy of the one the process's oracle caches
+// (p2p.Verdict.Clone), which it may keep and change without changing later
+// answers. A peer that is not on the machine gives an error wrapping
+// p2p.ErrNoFunction; a closed context one wrapping verbs.ErrClosed.
 func QueryP2P(ctx *verbs.Context, peer p2p.Addr) (*p2p.Verdict, error) {
 	nic, err := ctx.PCIAddr()
 	if err != nil {
@@ -130,14 +132,16 @@ func QueryP2P(ctx *verbs.Context, peer p2p.Addr) (*p2p.Verdict, error) {
 	if err != nil {
 		return nil, fmt.Errorf("efadv: P2P query %s -> %s: %w", ctx.Name(), peer, err)
 	}
-	return v, nil
+	return v.Clone(), nil
 }
 
 // QueryP2PDmabuf is QueryP2P for the device that exports the dma-buf fd.
 // The exporter is identified through libc, so that interposers see it:
 // fstatfs must report the dma-buf magic, and /proc/self/fdinfo/<fd> names
 // the exporter (exp_name), whose PCI functions are the candidates. The
-// decision holds one verdict per candidate and the most favourable one.
+// decision holds one verdict per candidate and the most favourable one;
+// like QueryP2P's, it is the caller's to keep and change (its verdicts are
+// copies of the cached ones, Best one of Candidates).
 //
 // Errors wrap syscall.EBADF for a closed fd, syscall.EINVAL for a file
 // that is not a dma-buf, p2p.ErrSystemMemory for a buffer in host memory
@@ -160,5 +164,23 @@ func QueryP2PDmabuf(ctx *verbs.Context, fd int) (*p2p.DmabufDecision, error) {
 	if err != nil {
 		return nil, fmt.Errorf("efadv: dma-buf %d for %s: %w", fd, ctx.Name(), err)
 	}
-	return d, nil
+	return cloneDecision(d), nil
+}
+
+// cloneDecision copies a decision and its verdicts, Best pointing at the
+// copy of the candidate it is.
+func cloneDecision(d *p2p.DmabufDecision) *p2p.DmabufDecision {
+	c := *d
+	c.Candidates = make([]*p2p.Verdict, len(d.Candidates))
+	c.Best = nil
+	for i, v := range d.Candidates {
+		c.Candidates[i] = v.Clone()
+		if v == d.Best {
+			c.Best = c.Candidates[i]
+		}
+	}
+	if c.Best == nil {
+		c.Best = d.Best.Clone()
+	}
+	return &c
 }

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/efap2p/efap2p/internal/pciclass"
 	"github.com/efap2p/efap2p/p2p"
 	"github.com/efap2p/efap2p/sim"
 )
@@ -41,7 +42,7 @@ func layoutOf(m *sim.Machine) modelLayout {
 		isEFA[f.Addr] = true
 	}
 	for _, f := range m.Functions() {
-		if p2p.IsAcceleratorClass(uint32(f.Class)) {
+		if pciclass.IsAccelerator(uint32(f.Class)) {
 			l.accels = append(l.accels, f.Addr)
 		}
 	}

@@ -9,71 +9,13 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/efap2p/efap2p/internal/dmabuf"
 )
 
-// DmabufMagic is the f_type fstatfs reports for a dma-buf fd.
-const DmabufMagic = 0x444d4142
-
-// systemMemoryExporters name dma-buf exporters whose buffers live in host
-// memory: a NIC registering them is not doing peer-to-peer DMA.
-// Provenance: udmabuf, the dma-heap system heap, the CMA heaps (named
-// after their area: "reserved" on x86 with cma=, device-tree names
-// elsewhere, "default_cma_region" from Linux 6.17), and i915, which always
-// migrates an attached buffer to system memory.
-var systemMemoryExporters = map[string]bool{
-	"udmabuf": true, "system": true, "system-uncached": true, "reserved": true,
-	"linux,cma": true, "default-pool": true, "default_cma_region": true, "i915": true,
-}
-
-// exporterDrivers maps an exporter name, as /proc/<pid>/fdinfo/<fd> shows
-// it (exp_name), to the PCI drivers whose devices may own such a buffer.
-// Provenance: nvidia's open modules name their exports "nv_dmabuf" from
-// 580.65.06 ("nvidia" before); amdgpu, xe, nouveau and radeon export
-// through DRM PRIME, whose name is "drm"; vfio-pci's BAR exports say
-// "vfio_pci_core". Any other name is taken as the name of a driver.
-var exporterDrivers = map[string][]string{
-	"nv_dmabuf":     {"nvidia"},
-	"nvidia":        {"nvidia"},
-	"drm":           {"amdgpu", "xe", "nouveau", "radeon"},
-	"vfio_pci_core": {"vfio-pci"},
-}
-
-// ExporterNames returns the dma-buf exporter names the oracle knows, as
-// fdinfo shows them: those of device-memory exporters and of system-memory
-// ones, sorted. (Any other name is taken as the name of a driver.)
-func ExporterNames() []string {
-	names := make([]string, 0, len(exporterDrivers)+len(systemMemoryExporters))
-	for n := range exporterDrivers {
-		names = append(names, n)
-	}
-	for n := range systemMemoryExporters {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
-// ParseFdinfo returns the exp_name field of a dma-buf's
-// /proc/<pid>/fdinfo/<fd> text.
-func ParseFdinfo(text string) (string, bool) {
-	for _, line := range strings.Split(text, "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if ok && strings.TrimSpace(k) == "exp_name" {
-			v = strings.TrimSpace(v)
-			return v, v != ""
-		}
-	}
-	return "", false
-}
-
-// DriverFunctions is an optional Source interface: the functions bound to
-// a driver.
-type DriverFunctions interface {
-	DriverFunctions(driver string) ([]Addr, error)
-}
-
-// DriverFunctions implements DriverFunctions from bus/pci/drivers/<driver>.
-func (s *Sysfs) DriverFunctions(driver string) ([]Addr, error) {
+// driverFunctions lists the functions bound to a PCI driver, from
+// bus/pci/drivers/<driver> (none for a driver the machine does not have).
+func (s *Sysfs) driverFunctions(driver string) ([]Addr, error) {
 	if driver == "" || strings.ContainsAny(driver, "/\x00") || driver == "." || driver == ".." {
 		return nil, fmt.Errorf("driver name %q", driver)
 	}
@@ -102,24 +44,20 @@ var ErrSystemMemory = errors.New("the dma-buf's exporter keeps it in system memo
 // dma-buf's exporter.
 var ErrUnknownExporter = errors.New("no PCI function of this machine belongs to the dma-buf's exporter")
 
-// ExporterCandidates returns the PCI functions that may own a dma-buf from
+// exporterCandidates returns the PCI functions that may own a dma-buf from
 // the named exporter, in enumeration order. It returns ErrSystemMemory for
 // a system-memory exporter and ErrUnknownExporter when no function is
 // bound to the exporter's drivers.
-func (t *Topology) ExporterCandidates(expName string) ([]Addr, error) {
-	if systemMemoryExporters[expName] {
+func (t *Topology) exporterCandidates(expName string) ([]Addr, error) {
+	if dmabuf.SystemMemory(expName) {
 		return nil, fmt.Errorf("%w (%s)", ErrSystemMemory, expName)
 	}
-	df, ok := t.src.(DriverFunctions)
+	df, ok := t.ext.(driverFunctions)
 	if !ok {
 		return nil, fmt.Errorf("%w (%s): the source cannot list drivers", ErrUnknownExporter, expName)
 	}
-	drivers, ok := exporterDrivers[expName]
-	if !ok {
-		drivers = []string{expName}
-	}
 	var out []Addr
-	for _, d := range drivers {
+	for _, d := range dmabuf.Drivers(expName) {
 		fns, err := df.DriverFunctions(d)
 		if err != nil {
 			return nil, err
@@ -151,7 +89,7 @@ type DmabufDecision struct {
 // expName. It wraps ErrSystemMemory or ErrUnknownExporter when there is no
 // peer to judge.
 func (o *Oracle) Dmabuf(client Addr, expName string) (*DmabufDecision, error) {
-	cands, err := o.topo.ExporterCandidates(expName)
+	cands, err := o.topo.exporterCandidates(expName)
 	if err != nil {
 		return nil, err
 	}

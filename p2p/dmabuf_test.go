@@ -10,16 +10,6 @@ import (
 	"github.com/efap2p/efap2p/sim"
 )
 
-func TestParseFdinfo(t *testing.T) {
-	text := "pos:\t0\nflags:\t02000002\nmnt_id:\t15\nino:\t1234\nsize:\t2097152\ncount:\t1\nexp_name:\tnv_dmabuf\nname:\t<none>\n"
-	if n, ok := p2p.ParseFdinfo(text); !ok || n != "nv_dmabuf" {
-		t.Errorf("got %q %v", n, ok)
-	}
-	if _, ok := p2p.ParseFdinfo("pos:\t0\nflags:\t02\n"); ok {
-		t.Error("a plain file's fdinfo has an exporter")
-	}
-}
-
 func TestDmabufDecision(t *testing.T) {
 	for _, tt := range []struct {
 		model, exporter, nic string

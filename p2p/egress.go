@@ -2,34 +2,27 @@
 
 package p2p
 
+import (
+	"errors"
+
+	"github.com/efap2p/efap2p/internal/pcicfg"
+)
+
 // ACS Egress Control, as the HMAT P2P series decides it (p2p-hmat only):
 // drivers/pci/p2pdma.c pci_acs_p2pdma_decision and pci_acs_egress_ctrl_set
 // in Leon Romanovsky's series, PCIe r7.0 section 6.12.3, table 6-11.
 
-// ConfigSource is an optional Source interface: raw config space access,
-// for the registers only a few rules need (the ACS Egress Control Vector,
-// a port's Link Capabilities).
-type ConfigSource interface {
-	// Config opens the function's config space; the caller calls done.
-	Config(a Addr) (cs ConfigSpace, done func(), err error)
-}
+// errNoConfig is returned by Topology.config for a source without config
+// space access.
+var errNoConfig = errors.New("the source has no config space access")
 
-// Config implements ConfigSource.
-func (s *Sysfs) Config(a Addr) (ConfigSpace, func(), error) {
-	cs, err := s.openConfig(a)
-	if err != nil {
-		return nil, nil, err
+// config opens a function's config space through the source.
+func (t *Topology) config(a Addr) (cs pcicfg.Space, done func(), err error) {
+	if src, ok := t.ext.(configSource); ok {
+		return src.Config(a)
 	}
-	return cs, cs.close, nil
+	return nil, nil, errNoConfig
 }
-
-// Register offsets the egress rule reads.
-const (
-	expLinkCap       = 0x0c // Link Capabilities, in the PCIe capability
-	expTypeDownPort  = 0x6  // Switch Downstream Port
-	acsEgressVector  = 0x08 // ACS Egress Control Vector, after Capability and Control
-	acsVectorSizePos = 8    // ACS Capability bits 15:8: vector size (0 means 256)
-)
 
 type acsState uint8
 
@@ -44,8 +37,8 @@ const (
 // port with ACS Control ctrl routes, given whether the egress port is known
 // and that port's Egress Control Vector bit (negative: unreadable).
 func acsDecision(ctrl uint16, hasTarget bool, egress int) acsState {
-	if !hasTarget || ctrl&ACSEgressControl == 0 {
-		if ctrl&(ACSRequestRedirect|ACSCompletionRedirect) != 0 {
+	if !hasTarget || ctrl&pcicfg.ACSEgressControl == 0 {
+		if ctrl&(pcicfg.ACSRequestRedirect|pcicfg.ACSCompletionRedirect) != 0 {
 			return acsRedirect
 		}
 		return acsDirect
@@ -54,12 +47,12 @@ func acsDecision(ctrl uint16, hasTarget bool, egress int) acsState {
 	case egress < 0:
 		return acsBlocked
 	case egress > 0:
-		if ctrl&ACSRequestRedirect != 0 {
+		if ctrl&pcicfg.ACSRequestRedirect != 0 {
 			return acsRedirect
 		}
 		return acsBlocked
 	}
-	if ctrl&ACSCompletionRedirect != 0 {
+	if ctrl&pcicfg.ACSCompletionRedirect != 0 {
 		return acsRedirect
 	}
 	return acsDirect
@@ -70,74 +63,65 @@ func acsDecision(ctrl uint16, hasTarget bool, egress int) acsState {
 // either port is not a Root Port or Switch Downstream Port, the port number
 // is past the vector, or config space cannot be read (readable false).
 func (t *Topology) egressBit(f, target *Function, acs ACS) (bit int, readable bool) {
-	if acs.Capability&ACSEgressControl == 0 {
+	if acs.Capability&pcicfg.ACSEgressControl == 0 {
 		return -1, true
 	}
-	cfg, ok := t.src.(ConfigSource)
-	if !ok {
-		return -1, false
-	}
-	ft, fok := portType(cfg, f.Addr)
-	tt, tok := portType(cfg, target.Addr)
+	ft, fok := t.portType(f.Addr)
+	tt, tok := t.portType(target.Addr)
 	if !fok || !tok {
 		return -1, false
 	}
-	if ft != expTypeRootPort && ft != expTypeDownPort || tt != expTypeRootPort && tt != expTypeDownPort {
+	isPort := func(pt int) bool { return pt == pcicfg.PortTypeRootPort || pt == pcicfg.PortTypeDownPort }
+	if !isPort(ft) || !isPort(tt) {
 		return -1, true
 	}
-	port, ok := portNumber(cfg, target.Addr)
+	port, ok := t.portNumber(target.Addr)
 	if !ok {
 		return -1, false
 	}
-	size := int(acs.Capability>>acsVectorSizePos) & 0xff
+	size := int(acs.Capability>>pcicfg.ACSVectorSizePos) & 0xff
 	if size == 0 {
 		size = 256
 	}
 	if port >= size {
 		return -1, true
 	}
-	cs, done, err := cfg.Config(f.Addr)
+	cs, done, err := t.config(f.Addr)
 	if err != nil {
 		return -1, false
 	}
 	defer done()
-	off, known, err := FindExtCap(cs, extCapIDACS)
+	off, known, err := pcicfg.FindExtCap(cs, pcicfg.ExtCapIDACS)
 	if err != nil || !known || off == 0 {
 		return -1, false
 	}
-	v, ok, err := cs.ReadDword(off + acsEgressVector + 4*(port/32))
+	v, ok, err := cs.ReadDword(off + pcicfg.ACSEgressVector + 4*(port/32))
 	if err != nil || !ok {
 		return -1, false
 	}
 	return int(v>>(port%32)) & 1, true
 }
 
-func portType(cfg ConfigSource, a Addr) (int, bool) {
-	cs, done, err := cfg.Config(a)
+// portType reads a function's PCIe Device/Port Type; ok is false when it
+// cannot be read.
+func (t *Topology) portType(a Addr) (int, bool) {
+	cs, done, err := t.config(a)
 	if err != nil {
 		return -1, false
 	}
 	defer done()
-	pt, known, err := PCIePortType(cs)
+	pt, known, err := pcicfg.PortType(cs)
 	return pt, known && err == nil
 }
 
-// portNumber reads the Port Number (Link Capabilities bits 31:24).
-func portNumber(cfg ConfigSource, a Addr) (int, bool) {
-	cs, done, err := cfg.Config(a)
+// portNumber reads a port's Port Number (Link Capabilities bits 31:24).
+func (t *Topology) portNumber(a Addr) (int, bool) {
+	cs, done, err := t.config(a)
 	if err != nil {
 		return 0, false
 	}
 	defer done()
-	off, known, err := FindCap(cs, capIDExp)
-	if err != nil || !known || off == 0 {
-		return 0, false
-	}
-	v, ok, err := cs.ReadDword(off + expLinkCap)
-	if err != nil || !ok {
-		return 0, false
-	}
-	return int(v >> 24), true
+	return pcicfg.PortNumber(cs)
 }
 
 // acsStateOf decides one function on the path; target is the egress port
@@ -151,7 +135,7 @@ func (t *Topology) acsStateOf(f, target *Function) acsState {
 		return acsDirect
 	}
 	egress := 0
-	if target != nil && acs.Control&ACSEgressControl != 0 {
+	if target != nil && acs.Control&pcicfg.ACSEgressControl != 0 {
 		var readable bool
 		if egress, readable = t.egressBit(f, target, acs); !readable {
 			return acsUnknown

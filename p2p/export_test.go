@@ -9,3 +9,25 @@ func SetBootIDForTest(bootID string) (restore func()) {
 	currentBootID = func() string { return bootID }
 	return func() { currentBootID = b }
 }
+
+// OptionalMethodsForTest names the optional Source methods (the interfaces
+// of extras.go) a topology over src finds.
+func OptionalMethodsForTest(src Source) []string {
+	ext := NewTopology(src).ext
+	var out []string
+	for name, ok := range map[string]bool{
+		"acpi":             is[acpiSource](ext),
+		"peer-mem":         is[peerMemSource](ext),
+		"driver-functions": is[driverFunctions](ext),
+		"driver-info":      is[driverInfo](ext),
+		"ids":              is[idReader](ext),
+		"config":           is[configSource](ext),
+	} {
+		if ok {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func is[T any](v any) bool { _, ok := v.(T); return ok }

@@ -2,19 +2,7 @@
 
 package p2p
 
-// LinkMBs returns a PCIe link's usable bandwidth in MB/s per direction:
-// lanes x transfer rate x line-code efficiency (8b/10b up to 5 GT/s,
-// 128b/130b from 8 GT/s). 0 when the link is unknown.
-func LinkMBs(gts float64, width int) int {
-	if gts <= 0 || width <= 0 {
-		return 0
-	}
-	eff := 128.0 / 130.0
-	if gts < 8 {
-		eff = 8.0 / 10.0
-	}
-	return int(gts * eff * float64(width) * 1000 / 8)
-}
+import "github.com/efap2p/efap2p/internal/pcilink"
 
 // Latency estimates, in nanoseconds, for one direction of a posted write.
 // They are rough figures for ordering paths, not measurements: a port
@@ -49,7 +37,7 @@ func bottleneckMBs(p, c, lca *Function) int {
 	best := 0
 	walk := func(f *Function) {
 		for ; f != nil && f != lca; f = f.Upstream {
-			if bw := LinkMBs(f.Link()); bw > 0 && (best == 0 || bw < best) {
+			if bw := pcilink.MBs(f.Link()); bw > 0 && (best == 0 || bw < best) {
 				best = bw
 			}
 		}

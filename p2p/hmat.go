@@ -8,33 +8,24 @@ import (
 	"io/fs"
 	"path/filepath"
 	"sync"
+
+	"github.com/efap2p/efap2p/internal/acpitab"
 )
 
-// ACPISource is an optional Source interface: the machine's binary ACPI
-// tables and the ACPI companions of its host bridges.
-type ACPISource interface {
-	// ACPITable returns a table by signature ("HMAT", "SRAT") as the
-	// firmware wrote it; nil and no error when the machine has none.
-	ACPITable(sig string) ([]byte, error)
-	// HostBridgeFirmware returns the _HID and _UID of the ACPI companion
-	// of a root bus's host bridge; ok is false when it has none (a
-	// devicetree or VMD host bridge).
-	HostBridgeFirmware(r RootBus) (hid, uid string, ok bool, err error)
-}
-
-// ACPITable implements ACPISource from firmware/acpi/tables/<sig>.
-func (s *Sysfs) ACPITable(sig string) ([]byte, error) {
+// acpiTable reads a binary ACPI table from firmware/acpi/tables/<sig>;
+// nil when the machine has none.
+func (s *Sysfs) acpiTable(sig string) ([]byte, error) {
 	s.attrReads.Add(1)
-	b, err := readFileLimited(filepath.Join(s.root, "firmware/acpi/tables", sig), MaxACPITableSize)
+	b, err := readFileLimited(filepath.Join(s.root, "firmware/acpi/tables", sig), acpitab.MaxTableSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	return b, err
 }
 
-// HostBridgeFirmware implements ACPISource from the firmware_node link of
-// the root bus's host bridge device (devices/.../pciDDDD:BB/firmware_node).
-func (s *Sysfs) HostBridgeFirmware(r RootBus) (string, string, bool, error) {
+// hostBridgeFirmware reads the _HID and _UID of a root bus's host bridge
+// from its firmware_node (devices/.../pciDDDD:BB/firmware_node).
+func (s *Sysfs) hostBridgeFirmware(r RootBus) (string, string, bool, error) {
 	dir := filepath.Join(s.rootDir(r), "firmware_node")
 	uid, err := s.readAttr(filepath.Join(dir, "uid"))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -50,8 +41,8 @@ func (s *Sysfs) HostBridgeFirmware(r RootBus) (string, string, bool, error) {
 // acpiState is what a Topology has read of the ACPI tables, once.
 type acpiState struct {
 	once sync.Once
-	loc  *HMATLocalities // nil without an HMAT
-	srat *SRAT           // nil without an SRAT
+	loc  *acpitab.Localities // nil without an HMAT
+	srat *acpitab.SRAT       // nil without an SRAT
 	// err is why the tables cannot be used (unreadable without root,
 	// malformed); nil when they are fine or absent.
 	err error
@@ -60,7 +51,7 @@ type acpiState struct {
 func (t *Topology) acpiTables() *acpiState {
 	st := &t.acpiOnce
 	st.once.Do(func() {
-		src, ok := t.src.(ACPISource)
+		src, ok := t.ext.(acpiSource)
 		if !ok {
 			return
 		}
@@ -72,7 +63,7 @@ func (t *Topology) acpiTables() *acpiState {
 		if h == nil {
 			return
 		}
-		hm, err := ParseHMAT(h)
+		hm, err := acpitab.ParseHMAT(h)
 		if err != nil {
 			st.err = err
 			return
@@ -83,7 +74,7 @@ func (t *Topology) acpiTables() *acpiState {
 			return
 		}
 		if sr != nil {
-			if st.srat, err = ParseSRAT(sr); err != nil {
+			if st.srat, err = acpitab.ParseSRAT(sr); err != nil {
 				st.err = err
 				return
 			}
@@ -104,7 +95,7 @@ func (t *Topology) hostBridgeDomain(r RootBus) (uint32, string, bool) {
 	}
 	t.mu.Unlock()
 	e := pxmEntry{}
-	src, _ := t.src.(ACPISource)
+	src, _ := t.ext.(acpiSource)
 	st := t.acpiTables()
 	switch {
 	case src == nil:
@@ -119,7 +110,7 @@ func (t *Topology) hostBridgeDomain(r RootBus) (uint32, string, bool) {
 		case !ok:
 			e.why = fmt.Sprintf("the host bridge of %s has no ACPI companion (firmware_node)", r)
 		default:
-			n, err := ParseACPIUID(uid)
+			n, err := acpitab.ParseUID(uid)
 			if err != nil {
 				e.why = fmt.Sprintf("the host bridge of %s (%s): %v", r, hid, err)
 				break
@@ -151,7 +142,7 @@ type pxmEntry struct {
 // hmatDecision is what the HMAT says of a path from the client's host
 // bridge (initiator) to the provider's (target).
 type hmatDecision struct {
-	coord   HMATCoordinates
+	coord   acpitab.Coordinates
 	allowed bool // a reachable ordered (non-UIO) path
 	known   bool // false: the tables exist but could not be read
 	why     string
@@ -175,7 +166,7 @@ func (t *Topology) hmatPath(pr, cr RootBus) hmatDecision {
 		}
 		return hmatDecision{known: true, why: why}
 	}
-	c, err := st.loc.Coordinates(ini, tgt, P2PNonUIO)
+	c, err := st.loc.Coordinates(ini, tgt, acpitab.NonUIO)
 	if err != nil {
 		return hmatDecision{known: true, why: err.Error()}
 	}

@@ -36,7 +36,7 @@ func hygonOracle(t *testing.T, kernel p2p.Release, edit func(dir string)) *p2p.O
 // table's figures, from the binary HMAT and SRAT the writer wrote and the
 // host bridges' firmware_node; the newest rules without it refuse.
 func TestHMATSeriesDecision(t *testing.T) {
-	o := hygonOracle(t, p2p.ReleaseHMAT, nil)
+	o := hygonOracle(t, p2p.MustParseRelease("p2p-hmat"), nil)
 	v, err := o.Verdict(hygonGPU, hygonNIC)
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +59,7 @@ func TestHMATSeriesDecision(t *testing.T) {
 
 	// Without the series: refused, but the HMAT still describes the
 	// path's figures.
-	o = hygonOracle(t, p2p.ReleaseLatest, nil)
+	o = hygonOracle(t, p2p.MustParseRelease("latest"), nil)
 	v, _ = o.Verdict(hygonGPU, hygonNIC)
 	if v.MapType != p2p.MapNotSupported || v.Source != p2p.SourceComputed || v.BandwidthMBs() != 18000 || v.LatencyNs() != 950 {
 		t.Errorf("latest: %s from %s, %d MB/s %d ns", v.MapType, v.Source, v.BandwidthMBs(), v.LatencyNs())
@@ -71,7 +71,7 @@ func TestHMATSeriesDecision(t *testing.T) {
 // series' decision uncertain, and say why; a missing firmware_node leaves
 // it certain (the host bridge has no ACPI companion).
 func TestHMATUnreadable(t *testing.T) {
-	o := hygonOracle(t, p2p.ReleaseHMAT, func(dir string) {
+	o := hygonOracle(t, p2p.MustParseRelease("p2p-hmat"), func(dir string) {
 		hmat := filepath.Join(dir, "firmware/acpi/tables/HMAT")
 		if err := os.Remove(hmat); err != nil {
 			t.Fatal(err)
@@ -88,7 +88,7 @@ func TestHMATUnreadable(t *testing.T) {
 		t.Errorf("got %s certain=%v: %s", v.MapType, v.Certain, v.Reason)
 	}
 
-	o = hygonOracle(t, p2p.ReleaseHMAT, func(dir string) {
+	o = hygonOracle(t, p2p.MustParseRelease("p2p-hmat"), func(dir string) {
 		if err := os.Remove(filepath.Join(dir, "devices/pci0000:40/firmware_node")); err != nil {
 			t.Fatal(err)
 		}
@@ -166,7 +166,7 @@ func TestACSEgressControl(t *testing.T) {
 		{"port past the vector", "0000:03:00.0", "0000:07:00.0", p2p.MapNotSupported, p2p.MapNotSupported, nil, []string{"0000:02:00.0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, rel := range []p2p.Release{p2p.ReleaseHMAT, p2p.ReleaseLatest} {
+			for _, rel := range []p2p.Release{p2p.MustParseRelease("p2p-hmat"), p2p.MustParseRelease("latest")} {
 				for _, src := range []p2p.Source{m.Source(), mustSysfs(t, dir)} {
 					o := p2p.NewOracleWith(p2p.NewTopology(src), p2p.Options{Kernel: rel})
 					v, err := o.Verdict(a(tc.provider), a(tc.client))

@@ -8,10 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"strings"
-	"sync"
 	"syscall"
 
-	"golang.org/x/sys/unix"
+	"github.com/efap2p/efap2p/internal/secenv"
 )
 
 // The default places of the machine's topology file. Every process reads
@@ -35,7 +34,7 @@ const (
 // variable is honoured in a secure-execution process (setuid, setgid, file
 // capabilities: AT_SECURE), which reads only the default places.
 func TopologyFileCandidates() []string {
-	if !SecureExec() {
+	if !secenv.Secure() {
 		if f := os.Getenv("EFAP2P_TOPOLOGY"); f != "" {
 			return []string{f}
 		}
@@ -45,30 +44,6 @@ func TopologyFileCandidates() []string {
 	}
 	return []string{BootTopologyFile, OperatorTopologyFile}
 }
-
-var secureExec = sync.OnceValue(func() bool {
-	if os.Getuid() != os.Geteuid() || os.Getgid() != os.Getegid() {
-		return true
-	}
-	auxv, err := unix.Auxv()
-	if err != nil {
-		return false
-	}
-	for _, kv := range auxv {
-		if kv[0] == atSecure {
-			return kv[1] != 0
-		}
-	}
-	return false
-})
-
-const atSecure = 23 // AT_SECURE in the ELF auxiliary vector
-
-// SecureExec reports whether the process runs in secure-execution mode
-// (AT_SECURE: setuid or setgid, or granted file capabilities), where
-// environment variables that redirect what it reads are ignored, as glibc's
-// secure_getenv and libibverbs do.
-func SecureExec() bool { return secureExec() }
 
 // This boot's ID, which a boot-time topology file is checked against;
 // tests replace it.
@@ -117,7 +92,7 @@ func writers(mode uint32) string {
 // root or this user owns and only they can write, well-formed, describing
 // the machine t reads. why says, when it is used, what made it trusted.
 func loadTopologyFile(name string, t *Topology, rel Release) (tf *TopologyFile, why string, err error) {
-	data, st, err := readFileStat(name, MaxTopologyFileSize)
+	data, st, err := readFileStat(name, maxTopologyFileSize)
 	if err != nil {
 		return nil, "", topoErrorf(nil, "%w", err)
 	}
@@ -180,14 +155,8 @@ func (tf *TopologyFile) checkMachine(name string, t *Topology, rel Release) (str
 	return strings.Join(what, ", "), nil
 }
 
-// IDReader is an optional Source interface: a function's vendor and device
-// IDs alone, cheaper than Attrs.
-type IDReader interface {
-	FunctionIDs(a Addr) (vendor, device uint16, err error)
-}
-
-// FunctionIDs implements IDReader from the vendor and device attributes.
-func (s *Sysfs) FunctionIDs(a Addr) (uint16, uint16, error) {
+// functionIDs reads a function's vendor and device attributes.
+func (s *Sysfs) functionIDs(a Addr) (uint16, uint16, error) {
 	v, err := s.readHex(s.devPath(a, "vendor"))
 	if err != nil {
 		return 0, 0, err
@@ -200,7 +169,7 @@ func (s *Sysfs) FunctionIDs(a Addr) (uint16, uint16, error) {
 }
 
 func (t *Topology) functionIDs(a Addr) (uint16, uint16, error) {
-	if r, ok := t.src.(IDReader); ok {
+	if r, ok := t.ext.(idReader); ok {
 		return r.FunctionIDs(a)
 	}
 	f, err := t.Function(a)

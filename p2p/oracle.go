@@ -13,11 +13,13 @@ import (
 
 // Oracle answers pairwise P2P questions for one machine and caches every
 // verdict for the life of the process (the kernel never invalidates its own
-// cache either). It is safe for concurrent use.
+// cache either). It is safe for concurrent use. The verdicts its methods
+// return are the cached ones, shared by every caller: do not change them
+// (Verdict.Clone makes a copy that is the caller's).
 type Oracle struct {
 	topo  *Topology
 	opts  Options
-	rules *Rules
+	rules *kernelRules
 	file  *topoIndex // the topology file, when one was read
 	// fileWhy says why the file was trusted; fileErr is why a topology
 	// file was not used (the first one refused).
@@ -82,10 +84,10 @@ func NewOracleWith(topo *Topology, opts Options) *Oracle {
 		var err error
 		if rel, err = RunningRelease(); err != nil {
 			o.warn("%v; deciding by the newest rules known", err)
-			rel = ReleaseLatest
+			rel = releaseLatest
 		}
 	}
-	o.rules = RulesFor(rel)
+	o.rules = rulesFor(rel)
 	names, explicit := opts.TopologyFiles, false
 	if opts.TopologyFile != "" {
 		names, explicit = []string{opts.TopologyFile}, true
@@ -140,12 +142,9 @@ func (o *Oracle) Topology() *Topology { return o.topo }
 // Kernel returns the release whose rules the oracle decides by.
 func (o *Oracle) Kernel() Release { return o.rules.Release }
 
-// Rules returns the rules the oracle decides by.
-func (o *Oracle) Rules() *Rules { return o.rules }
-
 // Verdict returns the kernel's verdict for a DMA from client into
-// provider's memory. The returned Verdict is shared: do not modify it.
-// A warm lookup takes no lock and does not allocate.
+// provider's memory. The returned Verdict is shared: do not modify it
+// (Verdict.Clone). A warm lookup takes no lock and does not allocate.
 func (o *Oracle) Verdict(provider, client Addr) (*Verdict, error) {
 	k, narrow := pairKey(provider, client)
 	if narrow {

@@ -76,18 +76,18 @@ var nvidiaCoherentGPUs = map[uint16]string{
 // attach checks the PCI topology (580.65.06); older ones allow every peer.
 var nvidiaFirstTopologyCheck = [3]int{580, 65, 6}
 
-// NeuronDriver is the PCI driver of AWS Neuron devices (aws-neuron-driver
+// neuronDriver is the PCI driver of AWS Neuron devices (aws-neuron-driver
 // registers "neuron-driver"; its dma-bufs are exported as "neuron").
-const NeuronDriver = "neuron-driver"
+const neuronDriver = "neuron-driver"
 
-// PolicyFor names the rule of the driver bound to the provider.
-func PolicyFor(driver string) Policy {
+// policyFor names the rule of the driver bound to the provider.
+func policyFor(driver string) Policy {
 	switch driver {
 	case "nvidia":
 		return PolicyNVIDIA
 	case "amdgpu":
 		return PolicyAMDGPU
-	case NeuronDriver:
+	case neuronDriver:
 		return PolicyNeuron
 	}
 	return PolicyKernel
@@ -96,9 +96,9 @@ func PolicyFor(driver string) Policy {
 // applyPolicy sets the verdict's Policy and Outcome from the provider's
 // exporting driver under the rules ru, and adds that driver's reasoning to
 // the explanation.
-func (t *Topology) applyPolicy(ru *Rules, v *Verdict, p, c *Function) {
+func (t *Topology) applyPolicy(ru *kernelRules, v *Verdict, p, c *Function) {
 	driver := p.Driver()
-	v.Policy = PolicyFor(driver)
+	v.Policy = policyFor(driver)
 	switch v.Policy {
 	case PolicyAMDGPU:
 		switch {
@@ -232,16 +232,6 @@ func (t *Topology) flaggedChipset(domain uint32) (string, bool) {
 	return "", false
 }
 
-// DriverInfo is an optional Source interface for what a driver module
-// reports about itself.
-type DriverInfo interface {
-	// DriverVersion returns a module's version ("580.65.06"), "" if unknown.
-	DriverVersion(module string) string
-	// NVIDIATopoCheckOverride returns NVreg_GrdmaPciTopoCheckOverride (0
-	// default, 1 allow, 2 deny), 0 when unknown.
-	NVIDIATopoCheckOverride() int
-}
-
 // driverVersion returns a module's version, read once per module.
 func (t *Topology) driverVersion(module string) ([3]int, bool) {
 	t.mu.Lock()
@@ -250,7 +240,7 @@ func (t *Topology) driverVersion(module string) ([3]int, bool) {
 		return parseVersion(v)
 	}
 	v := ""
-	if di, ok := t.src.(DriverInfo); ok {
+	if di, ok := t.ext.(driverInfo); ok {
 		v = di.DriverVersion(module)
 	}
 	if t.versions == nil {
@@ -263,7 +253,7 @@ func (t *Topology) driverVersion(module string) ([3]int, bool) {
 // nvidiaOverride returns NVreg_GrdmaPciTopoCheckOverride, read once.
 func (t *Topology) nvidiaOverride() int {
 	t.overrideOnce.Do(func() {
-		if di, ok := t.src.(DriverInfo); ok {
+		if di, ok := t.ext.(driverInfo); ok {
 			t.override = di.NVIDIATopoCheckOverride()
 		}
 	})
@@ -323,16 +313,10 @@ type PeerMem struct {
 	Outcome Outcome `json:"outcome"`
 }
 
-// PeerMemSource is an optional Source interface: the out-of-tree EFA
-// driver's p2p attribute.
-type PeerMemSource interface {
-	// PeerMemProvider returns the p2p attribute of the NIC's PCI
-	// function; present is false without one.
-	PeerMemProvider(nic Addr) (provider string, present bool, err error)
-}
-
-// PeerMemProvider implements PeerMemSource from bus/pci/devices/<nic>/p2p.
-func (s *Sysfs) PeerMemProvider(nic Addr) (string, bool, error) {
+// peerMemProvider reads the p2p attribute of an EFA NIC
+// (bus/pci/devices/<nic>/p2p, the out-of-tree driver's); present is false
+// without one.
+func (s *Sysfs) peerMemProvider(nic Addr) (string, bool, error) {
 	b, err := s.readAttr(s.devPath(nic, "p2p"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", false, nil
@@ -356,7 +340,7 @@ func (t *Topology) peerMemProvider(nic Addr) peerMemEntry {
 	if ok {
 		return e
 	}
-	if src, ok := t.src.(PeerMemSource); ok {
+	if src, ok := t.ext.(peerMemSource); ok {
 		if p, present, err := src.PeerMemProvider(nic); err == nil {
 			e = peerMemEntry{p, present}
 		}
@@ -377,7 +361,7 @@ func (t *Topology) peerMemProvider(nic Addr) peerMemEntry {
 var peerMemDrivers = map[string]string{
 	"NVIDIA":         "nvidia",
 	"NVIDIA peermem": "nvidia",
-	"NEURON":         NeuronDriver,
+	"NEURON":         neuronDriver,
 }
 
 // peerMemPath decides the peer-memory path of an accelerator provider and

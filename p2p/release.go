@@ -31,23 +31,23 @@ type Release struct {
 type releaseKind uint8
 
 const (
-	releaseNumbered releaseKind = iota
-	releaseLatest
-	releaseHMAT
+	kindNumbered releaseKind = iota
+	kindLatest
+	kindHMAT
 )
 
 // Names of the special releases.
 const (
-	ReleaseLatestName = "latest"
-	ReleaseHMATName   = "p2p-hmat"
+	releaseLatestName = "latest"
+	releaseHMATName   = "p2p-hmat"
 )
 
-// ReleaseLatest is the newest rules known: mainline, the PCI tree and
+// releaseLatest is the newest rules known: mainline, the PCI tree and
 // linux-next.
-var ReleaseLatest = Release{kind: releaseLatest}
+var releaseLatest = Release{kind: kindLatest}
 
-// ReleaseHMAT is ReleaseLatest plus the ACPI HMAT PCIe P2P series.
-var ReleaseHMAT = Release{kind: releaseHMAT}
+// releaseHMAT is releaseLatest plus the ACPI HMAT PCIe P2P series.
+var releaseHMAT = Release{kind: kindHMAT}
 
 // ErrBadRelease is wrapped by every release parsing error.
 var ErrBadRelease = errors.New("not a kernel release")
@@ -58,10 +58,10 @@ var ErrBadRelease = errors.New("not a kernel release")
 func ParseRelease(s string) (Release, error) {
 	s = strings.TrimSpace(s)
 	switch s {
-	case ReleaseLatestName:
-		return ReleaseLatest, nil
-	case ReleaseHMATName:
-		return ReleaseHMAT, nil
+	case releaseLatestName:
+		return releaseLatest, nil
+	case releaseHMATName:
+		return releaseHMAT, nil
 	}
 	var r Release
 	nums, rest := s, ""
@@ -70,13 +70,13 @@ func ParseRelease(s string) (Release, error) {
 	}
 	parts := strings.Split(nums, ".")
 	if len(parts) < 2 || len(parts) > 4 {
-		return Release{}, fmt.Errorf("%w: %q (want MAJOR.MINOR[.PATCH][-EXTRA], %s or %s)", ErrBadRelease, s, ReleaseLatestName, ReleaseHMATName)
+		return Release{}, fmt.Errorf("%w: %q (want MAJOR.MINOR[.PATCH][-EXTRA], %s or %s)", ErrBadRelease, s, releaseLatestName, releaseHMATName)
 	}
 	vals := [3]*int{&r.Major, &r.Minor, &r.Patch}
 	for i, p := range parts {
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 0 || n > 1000 {
-			return Release{}, fmt.Errorf("%w: %q (want MAJOR.MINOR[.PATCH][-EXTRA], %s or %s)", ErrBadRelease, s, ReleaseLatestName, ReleaseHMATName)
+			return Release{}, fmt.Errorf("%w: %q (want MAJOR.MINOR[.PATCH][-EXTRA], %s or %s)", ErrBadRelease, s, releaseLatestName, releaseHMATName)
 		}
 		if i < 3 {
 			*vals[i] = n
@@ -109,10 +109,10 @@ func MustParseRelease(s string) Release {
 func (r Release) IsZero() bool { return r == Release{} }
 
 // IsLatest reports "latest" or "p2p-hmat": the newest rules known.
-func (r Release) IsLatest() bool { return r.kind != releaseNumbered }
+func (r Release) IsLatest() bool { return r.kind != kindNumbered }
 
 // HMAT reports "p2p-hmat": the HMAT P2P series on top of the newest rules.
-func (r Release) HMAT() bool { return r.kind == releaseHMAT }
+func (r Release) HMAT() bool { return r.kind == kindHMAT }
 
 // Next reports a linux-next (or PCI tree) kernel.
 func (r Release) Next() bool { return r.next }
@@ -121,10 +121,10 @@ func (r Release) Next() bool { return r.next }
 // "p2p-hmat"; "" for the zero value.
 func (r Release) String() string {
 	switch {
-	case r.kind == releaseLatest:
-		return ReleaseLatestName
-	case r.kind == releaseHMAT:
-		return ReleaseHMATName
+	case r.kind == kindLatest:
+		return releaseLatestName
+	case r.kind == kindHMAT:
+		return releaseHMATName
 	case r.IsZero():
 		return ""
 	}
@@ -208,7 +208,7 @@ func ReleaseFromEnv() (Release, error) {
 			}
 			run, rerr := RunningRelease()
 			if rerr != nil {
-				run = ReleaseLatest
+				run = releaseLatest
 			}
 			return run, fmt.Errorf("%s: %w; using the running kernel's (%s)", KernelEnv, err, run)
 		}

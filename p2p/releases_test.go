@@ -334,7 +334,7 @@ func TestWhitelistProvenance(t *testing.T) {
 			t.Errorf("%s: %d whitelist entries, want %d", tc.rel, got, tc.want)
 		}
 	}
-	for _, e := range p2p.HostBridgeWhitelist(p2p.ReleaseLatest) {
+	for _, e := range p2p.HostBridgeWhitelist(p2p.MustParseRelease("latest")) {
 		if e.Commit == "" || e.Note == "" {
 			t.Errorf("%04x:%x has no provenance", e.Vendor, e.Device)
 		}

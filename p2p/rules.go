@@ -41,8 +41,8 @@ var (
 	release619 = Release{Major: 6, Minor: 19}
 )
 
-// Rules are the p2pdma rules of one kernel release.
-type Rules struct {
+// kernelRules are the p2pdma rules of one kernel release.
+type kernelRules struct {
 	// Release is the release the rules are those of.
 	Release Release
 	// CPURule: cpu_supports_p2pdma exists (5.9).
@@ -65,13 +65,13 @@ type Rules struct {
 	Unmodelled bool
 }
 
-// RulesFor returns the rules of release r. The zero Release means the
+// rulesFor returns the rules of release r. The zero Release means the
 // newest rules known.
-func RulesFor(r Release) *Rules {
+func rulesFor(r Release) *kernelRules {
 	if r.IsZero() {
-		r = ReleaseLatest
+		r = releaseLatest
 	}
-	ru := &Rules{
+	ru := &kernelRules{
 		Release:          r,
 		CPURule:          r.AtLeast(release59),
 		RootPortAnyDevfn: r.AtLeast(release519),
@@ -89,7 +89,7 @@ func RulesFor(r Release) *Rules {
 
 // describe names the rules for an explanation: "Linux 6.1.0-28-amd64's
 // rules".
-func (ru *Rules) describe() string {
+func (ru *kernelRules) describe() string {
 	switch {
 	case ru.Release.HMAT():
 		return "the newest kernel rules plus the ACPI HMAT P2P series (p2p-hmat)"

@@ -15,22 +15,26 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/efap2p/efap2p/internal/pcicfg"
+	"github.com/efap2p/efap2p/internal/pcilink"
+	"github.com/efap2p/efap2p/internal/secenv"
 )
 
-// DefaultSysfsRoot is where the kernel mounts sysfs.
-const DefaultSysfsRoot = "/sys"
+// defaultSysfsRoot is where the kernel mounts sysfs.
+const defaultSysfsRoot = "/sys"
 
 // SysfsRoot returns the sysfs root the way libibverbs picks it: $SYSFS_PATH
 // when set (trailing slashes dropped), else /sys. The variable is ignored
 // in a secure-execution process (setuid, setgid, file capabilities).
 func SysfsRoot() string {
-	if SecureExec() {
-		return DefaultSysfsRoot
+	if secenv.Secure() {
+		return defaultSysfsRoot
 	}
 	if p := strings.TrimRight(os.Getenv("SYSFS_PATH"), "/"); p != "" {
 		return p
 	}
-	return DefaultSysfsRoot
+	return defaultSysfsRoot
 }
 
 // SysfsStats counts what a Sysfs source has read, so that tests and
@@ -149,19 +153,13 @@ func (s *Sysfs) rootDir(r RootBus) string {
 	return filepath.Join(s.root, "devices", r.String())
 }
 
-// ParseDevicePath extracts the root bus and the upstream chain (root bus
+// parseDevicePath extracts the root bus and the upstream chain (root bus
 // side first, a last) from the target of a bus/pci/devices/<a> link or any
 // path of a device directory. The root bus may sit anywhere: under
 // devices/, below a PCI function (a VMD domain), a platform device
 // (devicetree host controllers) or another bus (Hyper-V vPCI); the chain
 // restarts at every root bus directory on the way.
-func ParseDevicePath(a Addr, path string) (RootBus, []Addr, error) {
-	r, chain, _, err := parseDevicePath(a, path)
-	return r, chain, err
-}
-
-// parseDevicePath is ParseDevicePath that also returns the path of the
-// root bus directory (a prefix of path).
+// It also returns the path of the root bus directory (a prefix of path).
 func parseDevicePath(a Addr, path string) (RootBus, []Addr, string, error) {
 	var root RootBus
 	var chain []Addr
@@ -206,7 +204,7 @@ func (s *Sysfs) Link(a Addr) (float64, int, error) {
 		return 0, 0, err
 	}
 	w, _ := strconv.Atoi(wd)
-	return ParseLinkSpeed(sp), w, nil
+	return pcilink.ParseSpeed(sp), w, nil
 }
 
 // Driver implements Source.
@@ -263,7 +261,7 @@ func (s *Sysfs) Attrs(a Addr) (Attrs, error) {
 		}
 	}
 	if b, err := s.readAttr(s.devPath(a, "current_link_speed")); err == nil {
-		at.LinkSpeedGTs = ParseLinkSpeed(b)
+		at.LinkSpeedGTs = pcilink.ParseSpeed(b)
 	}
 	if b, err := s.readAttr(s.devPath(a, "current_link_width")); err == nil {
 		at.LinkWidth, _ = strconv.Atoi(b)
@@ -281,17 +279,6 @@ func (s *Sysfs) Attrs(a Addr) (Attrs, error) {
 	return at, nil
 }
 
-// ParseLinkSpeed parses a current_link_speed value ("16.0 GT/s PCIe") into
-// GT/s; 0 when it is "Unknown" or malformed.
-func ParseLinkSpeed(s string) float64 {
-	f, _, _ := strings.Cut(strings.TrimSpace(s), " ")
-	v, err := strconv.ParseFloat(f, 64)
-	if err != nil || v < 0 {
-		return 0
-	}
-	return v
-}
-
 // ACS implements Source: it reads the extended capability headers up to
 // ACS, then ACS Control, and nothing else.
 func (s *Sysfs) ACS(a Addr) (ACS, error) {
@@ -300,7 +287,8 @@ func (s *Sysfs) ACS(a Addr) (ACS, error) {
 		return ACS{}, err
 	}
 	defer cs.close()
-	return ReadACS(cs)
+	a2, err := pcicfg.ReadACS(cs)
+	return ACS(a2), err
 }
 
 // HostBridge implements Source: the first function of the root bus's
@@ -341,7 +329,7 @@ func (s *Sysfs) HostBridge(r RootBus) (HostBridge, error) {
 		return hb, nil // port type unknown
 	}
 	defer cs.close()
-	hb.PortType, hb.PortTypeKnown, err = PCIePortType(cs)
+	hb.PortType, hb.PortTypeKnown, err = pcicfg.PortType(cs)
 	return hb, err
 }
 
@@ -351,7 +339,7 @@ func (s *Sysfs) CPU() (CPU, error) {
 	if err != nil {
 		return CPU{}, fmt.Errorf("cpu: %w", err)
 	}
-	return ParseCPUModalias(b)
+	return parseCPUModalias(b)
 }
 
 // Functions implements Source.
@@ -381,8 +369,9 @@ func (s *Sysfs) Drivers() ([]string, error) {
 	return names, nil
 }
 
-// DriverVersion implements DriverInfo from module/<name>/version.
-func (s *Sysfs) DriverVersion(module string) string {
+// driverVersion reads a module's version from module/<name>/version; ""
+// when unknown.
+func (s *Sysfs) driverVersion(module string) string {
 	v, err := s.readAttr(filepath.Join(s.root, "module", module, "version"))
 	if err != nil {
 		return ""
@@ -390,12 +379,12 @@ func (s *Sysfs) DriverVersion(module string) string {
 	return v
 }
 
-// NVIDIATopoCheckOverride implements DriverInfo from the nvidia driver's
-// /proc/driver/nvidia/params ("GrdmaPciTopoCheckOverride: N"; the module
-// parameter is not visible under /sys/module). It is read only for the
-// real /sys: an emulated tree has no /proc of its own.
-func (s *Sysfs) NVIDIATopoCheckOverride() int {
-	if s.root != DefaultSysfsRoot {
+// nvidiaTopoCheckOverride reads NVreg_GrdmaPciTopoCheckOverride from the
+// nvidia driver's /proc/driver/nvidia/params ("GrdmaPciTopoCheckOverride:
+// N"; the module parameter is not visible under /sys/module). It is read
+// only for the real /sys: an emulated tree has no /proc of its own.
+func (s *Sysfs) nvidiaTopoCheckOverride() int {
+	if s.root != defaultSysfsRoot {
 		return 0
 	}
 	data, err := readFileLimited("/proc/driver/nvidia/params", 64<<10)
@@ -421,9 +410,9 @@ func parseNVIDIAOverride(params string) int {
 // hypervisorFeature is X86_FEATURE_HYPERVISOR as cpu modalias numbers it.
 const hypervisorFeature = 0x009f
 
-// ParseCPUModalias parses devices/system/cpu/modalias:
+// parseCPUModalias parses devices/system/cpu/modalias:
 // "cpu:type:x86,ven0002fam0019mod0001:feature:,0000,009F,...".
-func ParseCPUModalias(s string) (CPU, error) {
+func parseCPUModalias(s string) (CPU, error) {
 	s = strings.TrimSpace(s)
 	rest, ok := strings.CutPrefix(s, "cpu:type:")
 	if !ok {
@@ -504,7 +493,7 @@ func (s *Sysfs) openConfig(a Addr) (*sysfsConfig, error) {
 
 func (c *sysfsConfig) close() { syscall.Close(c.fd) }
 
-// ReadDword implements ConfigSpace. A short read past what the process may
+// ReadDword implements pcicfg.Space. A short read past what the process may
 // see is "unreadable", except in a conventional 256-byte space, where
 // extended config space simply does not exist.
 func (c *sysfsConfig) ReadDword(off int) (uint32, bool, error) {
@@ -523,7 +512,7 @@ func (c *sysfsConfig) ReadDword(off int) (uint32, bool, error) {
 		c.s.configDwords.Add(1)
 		return binary.LittleEndian.Uint32(b[:]), true, nil
 	}
-	if c.size == cfgSpaceSize && off >= cfgSpaceSize {
+	if c.size == pcicfg.SpaceSize && off >= pcicfg.SpaceSize {
 		return 0, true, nil
 	}
 	return 0, false, nil

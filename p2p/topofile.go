@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/efap2p/efap2p/internal/jsonline"
 )
 
 // Topology file format: what `efap2p export` writes, run as root (once by
@@ -94,9 +96,9 @@ type TopoPair struct {
 	Reason       string    `json:"reason,omitempty"`
 }
 
-// MaxTopologyFileSize bounds what a reader reads of a topology file; the
+// maxTopologyFileSize bounds what a reader reads of a topology file; the
 // file of a 4096-function machine stays well below it.
-const MaxTopologyFileSize = 64 << 20
+const maxTopologyFileSize = 64 << 20
 
 // ErrTopologyFile is wrapped by every error about a topology file.
 var ErrTopologyFile = errors.New("bad topology file")
@@ -128,7 +130,7 @@ func topoErrorf(kind error, format string, args ...any) error {
 // ReadTopologyFile reads and validates a topology file. Errors name the
 // file and line.
 func ReadTopologyFile(name string) (*TopologyFile, error) {
-	data, err := readFileLimited(name, MaxTopologyFileSize)
+	data, err := readFileLimited(name, maxTopologyFileSize)
 	if err != nil {
 		return nil, topoErrorf(nil, "%w", err)
 	}
@@ -142,10 +144,10 @@ func ParseTopologyFile(data []byte, name string) (*TopologyFile, error) {
 	dec.DisallowUnknownFields()
 	var tf TopologyFile
 	if err := dec.Decode(&tf); err != nil {
-		return nil, topoErrorf(nil, "%s:%d: %w", name, JSONErrorLine(data, dec.InputOffset(), err), err)
+		return nil, topoErrorf(nil, "%s:%d: %w", name, jsonline.Line(data, dec.InputOffset(), err), err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, topoErrorf(nil, "%s:%d: data after the topology", name, JSONErrorLine(data, dec.InputOffset(), nil))
+		return nil, topoErrorf(nil, "%s:%d: data after the topology", name, jsonline.Line(data, dec.InputOffset(), nil))
 	}
 	if tf.Format != TopologyFileFormat {
 		return nil, topoErrorf(nil, "%s:1: format %q is not %q", name, tf.Format, TopologyFileFormat)
@@ -189,32 +191,6 @@ func parseDeviceID(s string) (vendor, device uint16, ok bool) {
 	vv, err1 := strconv.ParseUint(v, 16, 16)
 	dd, err2 := strconv.ParseUint(d, 16, 16)
 	return uint16(vv), uint16(dd), err1 == nil && err2 == nil
-}
-
-// JSONErrorLine returns the 1-based line a JSON decoding error points at:
-// the offset a syntax or type error names; for an unknown field or a value
-// its type rejected, the first place the quoted name or value the error
-// quotes appears; else the decoder's offset.
-func JSONErrorLine(data []byte, off int64, err error) int {
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se):
-		off = se.Offset
-	case errors.As(err, &te):
-		off = te.Offset
-	case err != nil:
-		msg := err.Error()
-		if i := strings.IndexByte(msg, '"'); i >= 0 {
-			if j := strings.IndexByte(msg[i+1:], '"'); j >= 0 {
-				if k := bytes.Index(data, []byte(msg[i:i+j+2])); k >= 0 {
-					off = int64(k)
-				}
-			}
-		}
-	}
-	off = min(max(off, 0), int64(len(data)))
-	return bytes.Count(data[:off], []byte("\n")) + 1
 }
 
 // lineOfIndex finds the line of the i-th element of the array key, a
@@ -267,7 +243,7 @@ func lineOfIndex(data []byte, parent, key string, i int) int {
 					name = top.key
 				} else {
 					if d == '{' && at() && !top.object && top.elems == i {
-						return JSONErrorLine(data, dec.InputOffset(), nil)
+						return jsonline.Line(data, dec.InputOffset(), nil)
 					}
 					top.elems++
 				}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+
+	"github.com/efap2p/efap2p/internal/pciclass"
 )
 
 // ErrNoFunction is wrapped by errors for an address the topology lacks.
@@ -30,30 +32,7 @@ type Attrs struct {
 // (processing accelerator), or an AWS Neuron device (Inferentia,
 // Trainium) whatever its class.
 func (a Attrs) IsAccelerator() bool {
-	return IsAcceleratorClass(a.Class) || IsNeuron(a.Vendor, a.Device)
-}
-
-// neuronDevices are the AWS Neuron devices by device ID (vendor Amazon
-// 1d0f). Provenance: aws-neuron-driver, neuron_device.h and the
-// neuron_pci_dev_ids table of neuron_pci.c (aws-neuronx-dkms 2.24).
-var neuronDevices = map[uint16]string{
-	0x7064: "Inferentia", 0x7065: "Inferentia", 0x7066: "Inferentia", 0x7067: "Inferentia",
-	0x7164: "Trainium", 0x7264: "Inferentia2", 0x7364: "Trainium2",
-}
-
-// IsNeuron reports an AWS Neuron device: an Inferentia or Trainium
-// function.
-func IsNeuron(vendor, device uint16) bool {
-	_, ok := neuronDevices[device]
-	return ok && vendor == VendorAmazon
-}
-
-// NeuronName returns "Trainium2" for a Neuron device ID, "" otherwise.
-func NeuronName(vendor, device uint16) string {
-	if vendor != VendorAmazon {
-		return ""
-	}
-	return neuronDevices[device]
+	return pciclass.IsAccelerator(a.Class) || pciclass.IsNeuron(a.Vendor, a.Device)
 }
 
 // isAccelerator reports an accelerator by class, reading the function's
@@ -63,24 +42,14 @@ func (f *Function) isAccelerator() bool {
 	if err != nil {
 		return false
 	}
-	if IsAcceleratorClass(c) {
+	if pciclass.IsAccelerator(c) {
 		return true
 	}
-	if !maybeNeuronClass(c) {
+	if !pciclass.MaybeNeuron(c) {
 		return false
 	}
 	at, err := f.Attrs()
-	return err == nil && IsNeuron(at.Vendor, at.Device)
-}
-
-// maybeNeuronClass reports a class a Neuron device might have: anything
-// but storage, network and bridges, whose vendor is read to find out.
-func maybeNeuronClass(class uint32) bool {
-	switch class >> 16 {
-	case 0x01, 0x02, 0x03, 0x06, 0x12:
-		return false
-	}
-	return true
+	return err == nil && pciclass.IsNeuron(at.Vendor, at.Device)
 }
 
 // IsBridge reports a PCI-to-PCI bridge (class 0x0604).
@@ -149,8 +118,21 @@ func (c CPU) SupportsP2P() bool {
 	return c.Known && c.Arch == "x86" && c.Vendor == X86VendorAMD && c.Family >= 0x17
 }
 
-// A Source fills a Topology: sysfs, or a machine model held in memory.
-// Every method may be called concurrently, each at most once per argument.
+// A Source fills a Topology: sysfs (OpenSysfs), or a machine model held in
+// memory (package sim: Machine.Source). Every method may be called
+// concurrently, each at most once per argument.
+//
+// Beyond these methods a Source may offer facts some rules need; the
+// oracle looks for each of the following methods and does without the
+// fact when the source lacks it (Sysfs offers them all):
+//
+//	ACPITable(sig string) ([]byte, error)                               // binary ACPI tables (HMAT, SRAT); nil when absent
+//	HostBridgeFirmware(r RootBus) (hid, uid string, ok bool, err error) // a host bridge's ACPI companion
+//	PeerMemProvider(nic Addr) (provider string, present bool, err error) // the EFA driver's p2p attribute
+//	DriverFunctions(driver string) ([]Addr, error)                      // the functions bound to a driver
+//	DriverVersion(module string) string                                 // "580.65.06"; "" when unknown
+//	NVIDIATopoCheckOverride() int                                       // NVreg_GrdmaPciTopoCheckOverride
+//	FunctionIDs(a Addr) (vendor, device uint16, err error)              // cheaper than Attrs
 type Source interface {
 	// Chain returns the function's root bus and its upstream chain from the
 	// function on the root bus down to a itself (a is last).
@@ -280,6 +262,7 @@ func (f *Function) ACS() ACS {
 // about. It is safe for concurrent use.
 type Topology struct {
 	src Source
+	ext any // where the optional Source methods are looked for (extrasOf)
 
 	mu         sync.Mutex
 	acpiOnce   acpiState
@@ -311,6 +294,7 @@ const maxBadFunctions = 1024
 func NewTopology(src Source) *Topology {
 	return &Topology{
 		src: src,
+		ext: extrasOf(src),
 		fns: make(map[Addr]*Function),
 		bad: make(map[Addr]error),
 		hbs: make(map[RootBus]*hostBridgeEntry),
@@ -441,13 +425,6 @@ func (t *Topology) addAccelerators(as []Addr) {
 		t.extraAccel[a] = true
 	}
 	t.accels = nil
-}
-
-// IsAcceleratorClass reports PCI class 0x03 (display) or 0x12 (processing
-// accelerator): the devices whose memory a NIC would DMA into.
-func IsAcceleratorClass(class uint32) bool {
-	base := class >> 16
-	return base == 0x03 || base == 0x12
 }
 
 // commonAncestor returns the lowest function on both upstream chains (each

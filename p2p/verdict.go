@@ -5,12 +5,15 @@ package p2p
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 )
 
 // Verdict is the oracle's answer for one (provider, client) pair: the
-// provider owns the memory, the client DMAs into it.
+// provider owns the memory, the client DMAs into it. The verdicts an
+// Oracle returns are shared with its cache: read them, and Clone one to
+// keep a copy to change.
 type Verdict struct {
 	Provider Addr `json:"provider"`
 	Client   Addr `json:"client"`
@@ -89,6 +92,29 @@ func (f *figures) get() (int, int) {
 	return f.bw, f.lat
 }
 
+// Clone returns a copy of v that shares nothing the caller could change
+// with it: the oracle's verdicts are shared with its cache (Oracle.Verdict),
+// a clone is the caller's to keep and change.
+func (v *Verdict) Clone() *Verdict {
+	if v == nil {
+		return nil
+	}
+	c := *v
+	if v.CommonBridge != nil {
+		a := *v.CommonBridge
+		c.CommonBridge = &a
+	}
+	c.ACSRedirect = slices.Clone(v.ACSRedirect)
+	c.ACSUnknown = slices.Clone(v.ACSUnknown)
+	c.ACSBlocked = slices.Clone(v.ACSBlocked)
+	if v.Whitelist != nil {
+		e := v.Whitelist.clone()
+		c.Whitelist = &e
+	}
+	// fig is computed once and only read: the copy may share it.
+	return &c
+}
+
 // BandwidthMBs is the narrowest PCIe link on the path in MB/s (0 when
 // unknown), or the ACPI table's or topology file's figure.
 func (v *Verdict) BandwidthMBs() int { bw, _ := v.fig.get(); return bw }
@@ -129,7 +155,7 @@ func (v *Verdict) KernelDistance() int {
 
 // computeVerdict applies the kernel's calc_map_type_and_dist of the rules
 // ru to p and c.
-func (t *Topology) computeVerdict(ru *Rules, p, c *Function) *Verdict {
+func (t *Topology) computeVerdict(ru *kernelRules, p, c *Function) *Verdict {
 	v := &Verdict{Provider: p.Addr, Client: c.Addr, Source: SourceComputed, Certain: true, ACSRedirect: []Addr{}, Kernel: ru.Release}
 	if ru.Unmodelled {
 		v.Certain = false
@@ -212,7 +238,7 @@ func (d hostDecision) allowed() bool {
 // sit under one bridge, else both bridges must pass on their own), then,
 // with the HMAT series, a reachable HMAT path from the client's host bridge
 // to the provider's.
-func (t *Topology) hostDecide(ru *Rules, pr, cr RootBus) hostDecision {
+func (t *Topology) hostDecide(ru *kernelRules, pr, cr RootBus) hostDecision {
 	var d hostDecision
 	cpu, err := t.CPU()
 	d.cpu, d.cpuKnown = cpu, err == nil && cpu.Known
@@ -242,12 +268,12 @@ func (t *Topology) hostDecide(ru *Rules, pr, cr RootBus) hostDecision {
 
 // hostBridgeAllows reports whether the host-bridge check passes for a path
 // between the two root buses.
-func (t *Topology) hostBridgeAllows(ru *Rules, pr, cr RootBus) bool {
+func (t *Topology) hostBridgeAllows(ru *kernelRules, pr, cr RootBus) bool {
 	return t.hostDecide(ru, pr, cr).allowed()
 }
 
 // hostBridgeCheck decides a THRU_HOST_BRIDGE path and explains it.
-func (t *Topology) hostBridgeCheck(ru *Rules, v *Verdict, p, c *Function, acsPath bool) {
+func (t *Topology) hostBridgeCheck(ru *kernelRules, v *Verdict, p, c *Function, acsPath bool) {
 	var why strings.Builder
 	if acsPath {
 		why.WriteString(acsReason(v))

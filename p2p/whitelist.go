@@ -2,16 +2,20 @@
 
 package p2p
 
-// PCI vendor IDs of the host bridges the kernel trusts, and of the devices
-// the oracle knows by vendor.
+import (
+	"slices"
+
+	"github.com/efap2p/efap2p/internal/pcicfg"
+)
+
+// PCI vendor IDs of the host bridges the kernel trusts.
 const (
-	VendorIntel   = 0x8086
-	VendorGoogle  = 0x1ae0
-	VendorNVIDIA  = 0x10de
-	VendorZhaoxin = 0x1d17
-	VendorAMD     = 0x1022
-	VendorAmazon  = 0x1d0f
-	VendorAlibaba = 0x1ded
+	vendorIntel   = 0x8086
+	vendorGoogle  = 0x1ae0
+	vendorNVIDIA  = 0x10de
+	vendorZhaoxin = 0x1d17
+	vendorAMD     = 0x1022
+	vendorAlibaba = 0x1ded
 )
 
 // AnyDevice matches every device ID of a vendor in a WhitelistEntry.
@@ -75,7 +79,7 @@ var (
 )
 
 // pciP2PDMAWhitelist is the kernel's pci_p2pdma_whitelist over its history,
-// each entry where the newest table (linux-next) has it; RulesFor keeps
+// each entry where the newest table (linux-next) has it; rulesFor keeps
 // those of one release, in this order (the first matching entry decides).
 //
 // Provenance, from drivers/pci/p2pdma.c as read in the kernel trees and
@@ -83,53 +87,68 @@ var (
 // the PCI maintainer's tree (pci/p2pdma) and linux-next (2026-12). This
 // table is the only place the oracle knows it from.
 var pciP2PDMAWhitelist = []WhitelistEntry{
-	{VendorAMD, 0x1450, false, "AMD Zen root complex", rel54, Release{Major: 5, Minor: 9}, nil,
+	{vendorAMD, 0x1450, false, "AMD Zen root complex", rel54, Release{Major: 5, Minor: 9}, nil,
 		"0f97da831026 (v5.2, as a root-complex check) kept in the v5.4 table; removed by dea286bb71ba (v5.9, the CPU rule)"},
-	{VendorAMD, 0x15d0, false, "AMD Zen Raven", rel58, Release{Major: 5, Minor: 9}, nil,
+	{vendorAMD, 0x15d0, false, "AMD Zen Raven", rel58, Release{Major: 5, Minor: 9}, nil,
 		"7d5b10fcb81e (applied for v5.8, linux-pci 2020-04); removed by dea286bb71ba (v5.9)"},
-	{VendorAMD, 0x1630, false, "AMD Zen Renoir", rel58, Release{Major: 5, Minor: 9}, nil,
+	{vendorAMD, 0x1630, false, "AMD Zen Renoir", rel58, Release{Major: 5, Minor: 9}, nil,
 		"7d5b10fcb81e (applied for v5.8, linux-pci 2020-04); removed by dea286bb71ba (v5.9)"},
-	{VendorIntel, 0x3c00, true, "Intel Xeon E5 / Core i7", rel54, Release{}, nil, "494d63b0d5d0 (v5.4)"},
-	{VendorIntel, 0x3c01, true, "Intel Xeon E5 / Core i7", rel54, Release{}, nil, "494d63b0d5d0 (v5.4)"},
-	{VendorIntel, 0x6f00, true, "Intel Xeon E7 v4 / E5 v4 / E3 v4 / Xeon D (Broadwell)", relNext, Release{}, nil,
+	{vendorIntel, 0x3c00, true, "Intel Xeon E5 / Core i7", rel54, Release{}, nil, "494d63b0d5d0 (v5.4)"},
+	{vendorIntel, 0x3c01, true, "Intel Xeon E5 / Core i7", rel54, Release{}, nil, "494d63b0d5d0 (v5.4)"},
+	{vendorIntel, 0x6f00, true, "Intel Xeon E7 v4 / E5 v4 / E3 v4 / Xeon D (Broadwell)", relNext, Release{}, nil,
 		"e7b44579a6b4 (linux-next, 2026-12; not in a release yet)"},
-	{VendorIntel, 0x2f00, true, "Intel Xeon E7 v3 / E5 v3 / Core i7", rel54, Release{}, nil, "494d63b0d5d0 (v5.4)"},
-	{VendorIntel, 0x2f01, true, "Intel Xeon E7 v3 / E5 v3 / Core i7", rel54, Release{}, nil, "494d63b0d5d0 (v5.4)"},
-	{VendorIntel, 0x0c08, true, "Intel Haswell (client)", relNext, Release{}, nil,
+	{vendorIntel, 0x2f00, true, "Intel Xeon E7 v3 / E5 v3 / Core i7", rel54, Release{}, nil, "494d63b0d5d0 (v5.4)"},
+	{vendorIntel, 0x2f01, true, "Intel Xeon E7 v3 / E5 v3 / Core i7", rel54, Release{}, nil, "494d63b0d5d0 (v5.4)"},
+	{vendorIntel, 0x0c08, true, "Intel Haswell (client)", relNext, Release{}, nil,
 		"0b9df403ddfa (PCI tree pci/p2pdma and linux-next, 2026-12; not in a release yet)"},
-	{VendorIntel, 0x2030, false, "Intel Skylake-E Root Port A", rel56, Release{}, nil, "bc123a515cb7 (applied for v5.6, linux-pci 2019-12-10)"},
-	{VendorIntel, 0x2031, false, "Intel Skylake-E Root Port B", rel57, Release{}, nil, "7b94b53db34f (PCI pull for v5.7)"},
-	{VendorIntel, 0x2032, false, "Intel Skylake-E Root Port C", rel57, Release{}, nil, "7b94b53db34f (PCI pull for v5.7)"},
-	{VendorIntel, 0x2033, false, "Intel Skylake-E Root Port D", rel57, Release{}, nil, "7b94b53db34f (PCI pull for v5.7)"},
-	{VendorIntel, 0x2020, false, "Intel Skylake-E", rel56, Release{}, nil, "bc123a515cb7 (applied for v5.6, linux-pci 2019-12-10)"},
-	{VendorIntel, 0x09a2, false, "Intel Ice Lake Xeon and later", rel518, Release{}, nil, "feaea1fe8b36 (applied for v5.18, linux-pci 2022-02)"},
-	{VendorIntel, 0x0b25, false, "Intel DSA (Sapphire Rapids), first on its root bus", rel72, Release{}, []Release{rel713}, "0ba76b19fd4c (v7.2; stable 7.1.3)"},
-	{VendorIntel, 0x0cfe, false, "Intel IAX (Sapphire Rapids), first on its root bus", rel72, Release{}, []Release{rel713}, "0ba76b19fd4c (v7.2; stable 7.1.3)"},
-	{VendorIntel, 0x11fb, false, "Intel DSA (Granite Rapids-D), first on its root bus", rel72, Release{}, []Release{rel713}, "0ba76b19fd4c (v7.2; stable 7.1.3)"},
-	{VendorIntel, 0x1212, false, "Intel DSA (Diamond Rapids), first on its root bus", rel72, Release{}, []Release{rel713}, "0ba76b19fd4c (v7.2; stable 7.1.3)"},
-	{VendorIntel, 0x1216, false, "Intel IAA (Diamond Rapids), first on its root bus", rel72, Release{}, []Release{rel713}, "0ba76b19fd4c (v7.2; stable 7.1.3)"},
-	{VendorIntel, 0x4940, false, "Intel QAT 4xxx, first on its root bus", rel72, Release{}, []Release{rel713}, "0ba76b19fd4c (v7.2; stable 7.1.3)"},
-	{VendorIntel, 0x4942, false, "Intel QAT 401xx, first on its root bus", rel72, Release{}, []Release{rel713}, "0ba76b19fd4c (v7.2; stable 7.1.3)"},
-	{VendorIntel, 0x4944, false, "Intel QAT 402xx, first on its root bus", rel72, Release{}, []Release{rel713}, "0ba76b19fd4c (v7.2; stable 7.1.3)"},
-	{VendorIntel, 0x4946, false, "Intel QAT 420xx, first on its root bus", rel72, Release{}, []Release{rel713}, "0ba76b19fd4c (v7.2; stable 7.1.3)"},
-	{VendorIntel, 0x4948, false, "Intel QAT 6xxx, first on its root bus", rel72, Release{}, []Release{rel713}, "0ba76b19fd4c (v7.2; stable 7.1.3)"},
-	{VendorGoogle, AnyDevice, false, "Google SoCs", rel71, Release{}, nil,
+	{vendorIntel, 0x2030, false, "Intel Skylake-E Root Port A", rel56, Release{}, nil, "bc123a515cb7 (applied for v5.6, linux-pci 2019-12-10)"},
+	{vendorIntel, 0x2031, false, "Intel Skylake-E Root Port B", rel57, Release{}, nil, "7b94b53db34f (PCI pull for v5.7)"},
+	{vendorIntel, 0x2032, false, "Intel Skylake-E Root Port C", rel57, Release{}, nil, "7b94b53db34f (PCI pull for v5.7)"},
+	{vendorIntel, 0x2033, false, "Intel Skylake-E Root Port D", rel57, Release{}, nil, "7b94b53db34f (PCI pull for v5.7)"},
+	{vendorIntel, 0x2020, false, "Intel Skylake-E", rel56, Release{}, nil, "bc123a515cb7 (applied for v5.6, linux-pci 2019-12-10)"},
+	{vendorIntel, 0x09a2, false, "Intel Ice Lake Xeon and later", rel518, Release{}, nil, "feaea1fe8b36 (applied for v5.18, linux-pci 2022-02)"},
+	{vendorIntel, 0x0b25, false, "Intel DSA (Sapphire Rapids), first on its root bus", rel72, Release{}, []Release{rel713}, "0ba76b19fd4c (v7.2; stable 7.1.3)"},
+	{vendorIntel, 0x0cfe, false, "Intel IAX (Sapphire Rapids), first on its root bus", rel72, Release{}, []Release{rel713}, "0ba76b19fd4c (v7.2; stable 7.1.3)"},
+	{vendorIntel, 0x11fb, false, "Intel DSA (Granite Rapids-D), first on its root bus", rel72, Release{}, []Release{rel713}, "0ba76b19fd4c (v7.2; stable 7.1.3)"},
+	{vendorIntel, 0x1212, false, "Intel DSA (Diamond Rapids), first on its root bus", rel72, Release{}, []Release{rel713}, "0ba76b19fd4c (v7.2; stable 7.1.3)"},
+	{vendorIntel, 0x1216, false, "Intel IAA (Diamond Rapids), first on its root bus", rel72, Release{}, []Release{rel713}, "0ba76b19fd4c (v7.2; stable 7.1.3)"},
+	{vendorIntel, 0x4940, false, "Intel QAT 4xxx, first on its root bus", rel72, Release{}, []Release{rel713}, "0ba76b19fd4c (v7.2; stable 7.1.3)"},
+	{vendorIntel, 0x4942, false, "Intel QAT 401xx, first on its root bus", rel72, Release{}, []Release{rel713}, "0ba76b19fd4c (v7.2; stable 7.1.3)"},
+	{vendorIntel, 0x4944, false, "Intel QAT 402xx, first on its root bus", rel72, Release{}, []Release{rel713}, "0ba76b19fd4c (v7.2; stable 7.1.3)"},
+	{vendorIntel, 0x4946, false, "Intel QAT 420xx, first on its root bus", rel72, Release{}, []Release{rel713}, "0ba76b19fd4c (v7.2; stable 7.1.3)"},
+	{vendorIntel, 0x4948, false, "Intel QAT 6xxx, first on its root bus", rel72, Release{}, []Release{rel713}, "0ba76b19fd4c (v7.2; stable 7.1.3)"},
+	{vendorGoogle, AnyDevice, false, "Google SoCs", rel71, Release{}, nil,
 		"70cf146a674c with the wildcard of 1a1f96e3e2a8 (7.1 merge window, linux-next 2026-04)"},
-	{VendorNVIDIA, 0x2f95, false, "NVIDIA Vera Rubin CPU", relNext, Release{}, nil, "894a78088fc3 (PCI tree and linux-next, 2026; release not known here)"},
-	{VendorNVIDIA, 0x2f96, false, "NVIDIA Vera Rubin CPU", relNext, Release{}, nil, "894a78088fc3 (PCI tree and linux-next, 2026; release not known here)"},
-	{VendorNVIDIA, 0x2f97, false, "NVIDIA Vera Rubin CPU", relNext, Release{}, nil, "894a78088fc3 (PCI tree and linux-next, 2026; release not known here)"},
-	{VendorNVIDIA, 0x2f98, false, "NVIDIA Vera Rubin CPU", relNext, Release{}, nil, "894a78088fc3 (PCI tree and linux-next, 2026; release not known here)"},
-	{VendorZhaoxin, 0x1003, true, "Zhaoxin KX-6000 family", relNext, Release{}, nil, "f7c220404700 (pci/p2pdma on top of 7.3-rc1; linux-next)"},
-	{VendorZhaoxin, 0x1005, true, "Zhaoxin KH-40000", relNext, Release{}, nil, "f7c220404700 (pci/p2pdma on top of 7.3-rc1; linux-next)"},
-	{VendorZhaoxin, 0x1006, true, "Zhaoxin KX-6000G", relNext, Release{}, nil, "f7c220404700 (pci/p2pdma on top of 7.3-rc1; linux-next)"},
-	{VendorZhaoxin, 0x1007, true, "Zhaoxin KX-7000", relNext, Release{}, nil, "f7c220404700 (pci/p2pdma on top of 7.3-rc1; linux-next)"},
-	{VendorZhaoxin, 0x1008, false, "Zhaoxin KH-50000", relNext, Release{}, nil, "f7c220404700 (pci/p2pdma on top of 7.3-rc1; linux-next)"},
-	{VendorAlibaba, 0x8000, false, "Alibaba T-HEAD Yitian 710", relNext, Release{}, nil, "6a0b9a75b986 (PCI tree pci/p2pdma and linux-next, 2026-12)"},
+	{vendorNVIDIA, 0x2f95, false, "NVIDIA Vera Rubin CPU", relNext, Release{}, nil, "894a78088fc3 (PCI tree and linux-next, 2026; release not known here)"},
+	{vendorNVIDIA, 0x2f96, false, "NVIDIA Vera Rubin CPU", relNext, Release{}, nil, "894a78088fc3 (PCI tree and linux-next, 2026; release not known here)"},
+	{vendorNVIDIA, 0x2f97, false, "NVIDIA Vera Rubin CPU", relNext, Release{}, nil, "894a78088fc3 (PCI tree and linux-next, 2026; release not known here)"},
+	{vendorNVIDIA, 0x2f98, false, "NVIDIA Vera Rubin CPU", relNext, Release{}, nil, "894a78088fc3 (PCI tree and linux-next, 2026; release not known here)"},
+	{vendorZhaoxin, 0x1003, true, "Zhaoxin KX-6000 family", relNext, Release{}, nil, "f7c220404700 (pci/p2pdma on top of 7.3-rc1; linux-next)"},
+	{vendorZhaoxin, 0x1005, true, "Zhaoxin KH-40000", relNext, Release{}, nil, "f7c220404700 (pci/p2pdma on top of 7.3-rc1; linux-next)"},
+	{vendorZhaoxin, 0x1006, true, "Zhaoxin KX-6000G", relNext, Release{}, nil, "f7c220404700 (pci/p2pdma on top of 7.3-rc1; linux-next)"},
+	{vendorZhaoxin, 0x1007, true, "Zhaoxin KX-7000", relNext, Release{}, nil, "f7c220404700 (pci/p2pdma on top of 7.3-rc1; linux-next)"},
+	{vendorZhaoxin, 0x1008, false, "Zhaoxin KH-50000", relNext, Release{}, nil, "f7c220404700 (pci/p2pdma on top of 7.3-rc1; linux-next)"},
+	{vendorAlibaba, 0x8000, false, "Alibaba T-HEAD Yitian 710", relNext, Release{}, nil, "6a0b9a75b986 (PCI tree pci/p2pdma and linux-next, 2026-12)"},
 }
 
-// HostBridgeWhitelist returns the kernel's whitelist as release r has it,
-// in its order.
-func HostBridgeWhitelist(r Release) []WhitelistEntry { return RulesFor(r).Whitelist }
+// HostBridgeWhitelist returns the kernel's host-bridge whitelist as
+// release r has it, in its order (the first entry matching a host bridge
+// decides), each entry with the releases that have it. It is a copy: the
+// caller may keep and change it without changing the oracle's rules.
+func HostBridgeWhitelist(r Release) []WhitelistEntry {
+	wl := rulesFor(r).Whitelist
+	out := make([]WhitelistEntry, len(wl))
+	for i := range wl {
+		out[i] = wl[i].clone()
+	}
+	return out
+}
+
+// clone returns a copy of e that shares nothing with it.
+func (e WhitelistEntry) clone() WhitelistEntry {
+	e.Backports = slices.Clone(e.Backports)
+	return e
+}
 
 // hostBridgeVerdict is the outcome of the whitelist check for one bridge.
 type hostBridgeVerdict struct {
@@ -141,7 +160,7 @@ type hostBridgeVerdict struct {
 
 // whitelisted is the kernel's __host_bridge_whitelist for one host bridge
 // under the rules ru.
-func whitelisted(ru *Rules, hb HostBridge, sameHostBridge bool) hostBridgeVerdict {
+func whitelisted(ru *kernelRules, hb HostBridge, sameHostBridge bool) hostBridgeVerdict {
 	if !hb.HasFirst {
 		return hostBridgeVerdict{known: true, why: "root bus " + hb.Root.String() + " has no function"}
 	}
@@ -152,7 +171,7 @@ func whitelisted(ru *Rules, hb HostBridge, sameHostBridge bool) hostBridgeVerdic
 		if !hb.PortTypeKnown {
 			return hostBridgeVerdict{why: "cannot tell whether " + hb.First.String() + ", the first function on " + hb.Root.String() + ", is a root port: its config space is not readable"}
 		}
-		if hb.PortType != expTypeRootPort {
+		if hb.PortType != pcicfg.PortTypeRootPort {
 			return hostBridgeVerdict{known: true, why: hb.First.String() + ", the first function on " + hb.Root.String() + ", is neither 00.0 nor a root port"}
 		}
 	}

@@ -17,6 +17,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/efap2p/efap2p/internal/jsonline"
+	"github.com/efap2p/efap2p/internal/pcicfg"
 	"github.com/efap2p/efap2p/p2p"
 )
 
@@ -300,7 +302,7 @@ func Parse(data []byte, name string) (*Machine, error) {
 }
 
 // lineOf returns the line a decoding error points at.
-func lineOf(data []byte, off int64, err error) int { return p2p.JSONErrorLine(data, off, err) }
+func lineOf(data []byte, off int64, err error) int { return jsonline.Line(data, off, err) }
 
 // Marshal returns the model as indented JSON.
 func (m *Machine) Marshal() ([]byte, error) {
@@ -379,7 +381,7 @@ func (f *Function) ACSBits() (capability, control uint16, present bool) {
 // model names none).
 func (m *Machine) KernelRelease() p2p.Release {
 	if m.Kernel.IsZero() {
-		return p2p.ReleaseLatest
+		return p2p.MustParseRelease("latest")
 	}
 	return m.Kernel
 }
@@ -387,7 +389,7 @@ func (m *Machine) KernelRelease() p2p.Release {
 func acsBits(names []string) uint16 {
 	var v uint16
 	for _, n := range names {
-		for i, b := range p2p.ACSBitNames {
+		for i, b := range pcicfg.ACSBitNames {
 			if n == b {
 				v |= 1 << i
 			}

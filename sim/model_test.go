@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/efap2p/efap2p/internal/pciclass"
 	"github.com/efap2p/efap2p/p2p"
 )
 
@@ -179,7 +180,7 @@ func TestBuiltinModels(t *testing.T) {
 
 func isAccel(f *Function) bool {
 	base := uint32(f.Class) >> 16
-	return base == 0x03 || base == 0x12 || p2p.IsNeuron(uint16(f.Vendor), uint16(f.Device))
+	return base == 0x03 || base == 0x12 || pciclass.IsNeuron(uint16(f.Vendor), uint16(f.Device))
 }
 
 // TestIntelACSSwitchNoGPUReachable holds intel-acs-switch to its promise:

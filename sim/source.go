@@ -5,11 +5,16 @@ package sim
 import (
 	"fmt"
 
+	"github.com/efap2p/efap2p/internal/pcicfg"
+	"github.com/efap2p/efap2p/internal/pcilink"
 	"github.com/efap2p/efap2p/p2p"
 )
 
 // Source returns the model as a p2p.Source, so that the oracle can answer
-// on the model without a sysfs tree (the synthetic machines use this).
+// on the model without a sysfs tree (the synthetic machines use this). It
+// offers the optional methods p2p looks for (see p2p.Source): the ACPI
+// tables, the EFA driver's p2p attribute, config space and the functions
+// of each driver.
 func (m *Machine) Source() p2p.Source { return modelSource{m} }
 
 type modelSource struct{ m *Machine }
@@ -50,7 +55,7 @@ func (s modelSource) Link(a p2p.Addr) (float64, int, error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	return p2p.ParseLinkSpeed(f.Link.Speed), f.Link.Width, nil
+	return pcilink.ParseSpeed(f.Link.Speed), f.Link.Width, nil
 }
 
 func (s modelSource) Driver(a p2p.Addr) (string, error) {
@@ -78,7 +83,7 @@ func (s modelSource) Attrs(a p2p.Addr) (p2p.Attrs, error) {
 		Vendor: uint16(f.Vendor), Device: uint16(f.Device),
 		SubVendor: uint16(f.Vendor), SubDevice: uint16(f.Device),
 		Class: uint32(f.Class), Driver: f.Driver, NUMANode: f.NUMA(),
-		LinkSpeedGTs: p2p.ParseLinkSpeed(f.Link.Speed), LinkWidth: f.Link.Width,
+		LinkSpeedGTs: pcilink.ParseSpeed(f.Link.Speed), LinkWidth: f.Link.Width,
 	}
 	if f.SubVendor != nil {
 		at.SubVendor = uint16(*f.SubVendor)
@@ -140,11 +145,11 @@ func (s modelSource) Functions() ([]p2p.Addr, error) {
 	return out, nil
 }
 
-// ACPITable implements p2p.ACPISource from the model's acpi tables.
+// ACPITable gives the oracle the model's binary ACPI tables (HMAT, SRAT).
 func (s modelSource) ACPITable(sig string) ([]byte, error) { return s.m.ACPITable(sig), nil }
 
-// HostBridgeFirmware implements p2p.ACPISource from the root buses'
-// firmware_node.
+// HostBridgeFirmware gives the oracle the ACPI companions of the host
+// bridges, from the root buses' firmware_node.
 func (s modelSource) HostBridgeFirmware(r p2p.RootBus) (string, string, bool, error) {
 	for i := range s.m.RootBuses {
 		rb := &s.m.RootBuses[i]
@@ -158,7 +163,7 @@ func (s modelSource) HostBridgeFirmware(r p2p.RootBus) (string, string, bool, er
 	return "", "", false, fmt.Errorf("root bus %s is not in machine %s", r, s.m.Name)
 }
 
-// PeerMemProvider implements p2p.PeerMemSource from the EFA NICs' p2p.
+// PeerMemProvider gives the oracle the EFA NICs' p2p attribute.
 func (s modelSource) PeerMemProvider(nic p2p.Addr) (string, bool, error) {
 	f, err := s.fn(nic)
 	if err != nil || f.EFA == nil {
@@ -171,17 +176,18 @@ func (s modelSource) PeerMemProvider(nic p2p.Addr) (string, bool, error) {
 	return *at.P2P, true, nil
 }
 
-// Config implements p2p.ConfigSource from the config space the writer
+// Config gives the oracle the config space (p2p reads it for the rules
+// of the HMAT series) from the config space the writer
 // writes.
-func (s modelSource) Config(a p2p.Addr) (p2p.ConfigSpace, func(), error) {
+func (s modelSource) Config(a p2p.Addr) (pcicfg.Space, func(), error) {
 	f, err := s.fn(a)
 	if err != nil {
 		return nil, nil, err
 	}
-	return p2p.BytesConfig(s.m.ConfigSpace(f)), func() {}, nil
+	return pcicfg.Bytes(s.m.ConfigSpace(f)), func() {}, nil
 }
 
-// DriverFunctions implements p2p.DriverFunctions from the model's drivers.
+// DriverFunctions gives the oracle the functions bound to a driver.
 func (s modelSource) DriverFunctions(driver string) ([]p2p.Addr, error) {
 	var out []p2p.Addr
 	for a, f := range s.m.fns {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/efap2p/efap2p/internal/pcicfg"
 	"github.com/efap2p/efap2p/p2p"
 )
 
@@ -50,7 +51,7 @@ func TestSyntheticShape(t *testing.T) {
 			seenDomain[f.Addr.Domain] = true
 			domains++
 		}
-		if _, ctrl, ok := f.ACSBits(); ok && ctrl&p2p.ACSRedirectMask != 0 && f.Kind == KindSwitchDownstream {
+		if _, ctrl, ok := f.ACSBits(); ok && ctrl&pcicfg.ACSRedirectMask != 0 && f.Kind == KindSwitchDownstream {
 			acs++
 		}
 	}

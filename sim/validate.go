@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/efap2p/efap2p/internal/acpitab"
 	"github.com/efap2p/efap2p/p2p"
 )
 
@@ -217,8 +218,8 @@ func (m *Machine) checkACPI() error {
 }
 
 var hmatDataTypes = map[string]uint8{
-	"access_latency": p2p.HMATAccessLatency, "read_latency": p2p.HMATReadLatency, "write_latency": p2p.HMATWriteLatency,
-	"access_bandwidth": p2p.HMATAccessBandwidth, "read_bandwidth": p2p.HMATReadBandwidth, "write_bandwidth": p2p.HMATWriteBandwidth,
+	"access_latency": acpitab.HMATAccessLatency, "read_latency": acpitab.HMATReadLatency, "write_latency": acpitab.HMATWriteLatency,
+	"access_bandwidth": acpitab.HMATAccessBandwidth, "read_bandwidth": acpitab.HMATReadBandwidth, "write_bandwidth": acpitab.HMATWriteBandwidth,
 }
 
 func (m *Machine) checkExpect(i int) error {

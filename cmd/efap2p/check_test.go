@@ -15,6 +15,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/efap2p/efap2p/internal/pciclass"
 	"github.com/efap2p/efap2p/p2p"
 	"github.com/efap2p/efap2p/sim"
 )
@@ -52,7 +53,7 @@ func checkTrees(t *testing.T) map[string]string {
 	put("nic-removed", m, sim.WriteOptions{})
 	var gpus []p2p.Addr
 	for _, f := range p5().Functions() {
-		if p2p.IsAcceleratorClass(uint32(f.Class)) {
+		if pciclass.IsAccelerator(uint32(f.Class)) {
 			gpus = append(gpus, f.Addr)
 		}
 	}

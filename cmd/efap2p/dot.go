@@ -23,6 +23,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/efap2p/efap2p/internal/pcicfg"
 	"github.com/efap2p/efap2p/p2p"
 )
 
@@ -261,7 +262,7 @@ func (g *dotGraph) writeNode(b *strings.Builder, f *p2p.Function, role, pad stri
 		}
 	}
 	if acs := f.ACS(); acs.Known && acs.Redirects() {
-		lines = append(lines, "ACS redirect "+p2p.ACSBits(acs.Control&p2p.ACSRedirectMask))
+		lines = append(lines, "ACS redirect "+pcicfg.ACSBits(acs.Control&pcicfg.ACSRedirectMask))
 		attrs += ", color=\"#c0392b\", penwidth=2"
 	} else if !acs.Known && at.IsBridge() {
 		lines = append(lines, "ACS unknown")

@@ -131,7 +131,7 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	case "nccl":
-		if data, err = exportNCCL(o, src, ncclOptions{blocked: blocked, force: *force}); err != nil {
+		if data, err = exportNCCL(o, src, blocked, *force); err != nil {
 			return err
 		}
 	}

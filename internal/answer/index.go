@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/efap2p/efap2p/internal/dmabuf"
 	"github.com/efap2p/efap2p/p2p"
 )
 
@@ -168,7 +169,7 @@ func BuildIndex(e *Engine, tf *p2p.TopologyFile, id JSONIdentity) (*Index, error
 		return nil, err
 	}
 	exporters := map[string]bool{}
-	for _, n := range p2p.ExporterNames() {
+	for _, n := range dmabuf.ExporterNames() {
 		exporters[n] = true
 	}
 	for _, d := range drivers {

@@ -10,11 +10,12 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/efap2p/efap2p/internal/secenv"
 	"github.com/efap2p/efap2p/p2p"
 )
 
 func main() {
-	fmt.Printf("secure %v\n", p2p.SecureExec())
+	fmt.Printf("secure %v\n", secenv.Secure())
 	fmt.Printf("sysfs %s\n", p2p.SysfsRoot())
 	fmt.Printf("topology %s\n", strings.Join(p2p.TopologyFileCandidates(), " "))
 }

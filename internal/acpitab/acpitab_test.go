@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 
-package p2p
+package acpitab
 
 import (
 	"encoding/binary"
@@ -62,7 +62,7 @@ func cat(parts ...[]byte) []byte {
 func TestHMATMatrix(t *testing.T) {
 	tab := acpiHdr("HMAT", 2, cat(
 		otherStruct(HMATTypeProximity, 40), // ignored
-		p2pStruct(HMATP2PNonUIO|HMATP2PUIO, HMATAccessLatency, 1000, []uint32{11, 22}, []uint32{33, 44}, []uint16{5, 10, 0xffff, 20}),
+		p2pStruct(HMATNonUIO|HMATUIO, HMATAccessLatency, 1000, []uint32{11, 22}, []uint32{33, 44}, []uint16{5, 10, 0xffff, 20}),
 		otherStruct(7, 12), // unknown type: skipped by its length
 	), 4)
 	h, err := ParseHMAT(tab)
@@ -75,15 +75,15 @@ func TestHMATMatrix(t *testing.T) {
 	l := h.Localities()
 	for _, tc := range []struct {
 		ini, tgt uint32
-		class    P2PClass
+		class    Class
 		lat      uint32
 		err      error
 	}{
-		{11, 33, P2PNonUIO, 5, nil},
-		{11, 44, P2PUIO, 10, nil},
-		{22, 44, P2PNonUIO, 20, nil},
-		{22, 33, P2PNonUIO, 0, ErrHMATUnreachable}, // 0xffff: invalid
-		{33, 11, P2PNonUIO, 0, ErrHMATNoEntry},     // not an initiator
+		{11, 33, NonUIO, 5, nil},
+		{11, 44, UIO, 10, nil},
+		{22, 44, NonUIO, 20, nil},
+		{22, 33, NonUIO, 0, ErrUnreachable}, // 0xffff: invalid
+		{33, 11, NonUIO, 0, ErrNoEntry},     // not an initiator
 	} {
 		c, err := l.Coordinates(tc.ini, tc.tgt, tc.class)
 		if !errors.Is(err, tc.err) || c.ReadLatency != tc.lat || c.WriteLatency != tc.lat || c.ReadBandwidth != 0 {
@@ -100,31 +100,31 @@ func TestHMATMerge(t *testing.T) {
 		return p2pStruct(flags, typ, base, []uint32{1}, []uint32{2}, []uint16{e})
 	}
 	tab := acpiHdr("HMAT", 2, cat(
-		one(HMATP2PNonUIO, HMATAccessBandwidth, 1, 400),
-		one(HMATP2PNonUIO, HMATReadLatency, 1000, 7),
-		one(HMATP2PNonUIO, HMATWriteLatency, 1000, 9),
-		one(HMATP2PUIO, HMATReadBandwidth, 1, 200),
-		one(HMATP2PUIO, HMATWriteBandwidth, 1, 300),
-		one(HMATP2PUIO, HMATAccessLatency, 1000, 11),
-		p2pStruct(HMATP2PNonUIO, HMATAccessBandwidth, 1, []uint32{3}, []uint32{4}, []uint16{0}),
+		one(HMATNonUIO, HMATAccessBandwidth, 1, 400),
+		one(HMATNonUIO, HMATReadLatency, 1000, 7),
+		one(HMATNonUIO, HMATWriteLatency, 1000, 9),
+		one(HMATUIO, HMATReadBandwidth, 1, 200),
+		one(HMATUIO, HMATWriteBandwidth, 1, 300),
+		one(HMATUIO, HMATAccessLatency, 1000, 11),
+		p2pStruct(HMATNonUIO, HMATAccessBandwidth, 1, []uint32{3}, []uint32{4}, []uint16{0}),
 	), 4)
 	h, err := ParseHMAT(tab)
 	if err != nil {
 		t.Fatal(err)
 	}
 	l := h.Localities()
-	c, err := l.Coordinates(1, 2, P2PNonUIO)
-	if err != nil || c != (HMATCoordinates{400, 400, 7, 9}) || c.BandwidthMBs() != 400 || c.LatencyNs() != 9 {
+	c, err := l.Coordinates(1, 2, NonUIO)
+	if err != nil || c != (Coordinates{400, 400, 7, 9}) || c.BandwidthMBs() != 400 || c.LatencyNs() != 9 {
 		t.Errorf("non-UIO %+v, %v", c, err)
 	}
-	c, err = l.Coordinates(1, 2, P2PUIO)
-	if err != nil || c != (HMATCoordinates{200, 300, 11, 11}) || c.BandwidthMBs() != 200 {
+	c, err = l.Coordinates(1, 2, UIO)
+	if err != nil || c != (Coordinates{200, 300, 11, 11}) || c.BandwidthMBs() != 200 {
 		t.Errorf("UIO %+v, %v", c, err)
 	}
-	if _, err := l.Coordinates(3, 4, P2PNonUIO); !errors.Is(err, ErrHMATUnreachable) {
+	if _, err := l.Coordinates(3, 4, NonUIO); !errors.Is(err, ErrUnreachable) {
 		t.Errorf("a zero entry: %v, want unreachable", err)
 	}
-	if _, err := l.Coordinates(3, 4, P2PUIO); !errors.Is(err, ErrHMATUnreachable) {
+	if _, err := l.Coordinates(3, 4, UIO); !errors.Is(err, ErrUnreachable) {
 		t.Errorf("a class no structure names: %v, want unreachable", err)
 	}
 }
@@ -154,7 +154,7 @@ func TestHMATNormalize(t *testing.T) {
 }
 
 func TestHMATMalformed(t *testing.T) {
-	good := p2pStruct(HMATP2PNonUIO, HMATAccessBandwidth, 1, []uint32{1}, []uint32{2}, []uint16{100})
+	good := p2pStruct(HMATNonUIO, HMATAccessBandwidth, 1, []uint32{1}, []uint32{2}, []uint16{100})
 	short := append([]byte{}, good...)
 	binary.LittleEndian.PutUint32(short[4:], 31) // shorter than a type-3 structure
 	counts := append([]byte{}, good...)
@@ -182,8 +182,8 @@ func TestHMATMalformed(t *testing.T) {
 		"past the end":       acpiHdr("HMAT", 2, past, 4),
 		"stray bytes":        acpiHdr("HMAT", 2, cat(good, []byte{1, 2, 3}), 4),
 	} {
-		if h, err := ParseHMAT(tab); err == nil || !errors.Is(err, ErrACPITable) {
-			t.Errorf("%s: %+v, %v; want an ErrACPITable error", name, h, err)
+		if h, err := ParseHMAT(tab); err == nil || !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: %+v, %v; want an ErrMalformed error", name, h, err)
 		}
 	}
 	// A header whose length is shorter than the bytes read: the rest is
@@ -267,21 +267,21 @@ func TestSRATGenericPorts(t *testing.T) {
 		"wrong signature":  acpiHdr("HMAT", 3, nil, 12),
 		"header too short": acpiHdr("SRAT", 3, nil, 0),
 	} {
-		if s, err := ParseSRAT(tab); err == nil || !errors.Is(err, ErrACPITable) {
-			t.Errorf("%s: %+v, %v; want an ErrACPITable error", name, s, err)
+		if s, err := ParseSRAT(tab); err == nil || !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: %+v, %v; want an ErrMalformed error", name, s, err)
 		}
 	}
 }
 
-func TestParseACPIUID(t *testing.T) {
+func TestParseUID(t *testing.T) {
 	for in, want := range map[string]uint32{"0": 0, "1\n": 1, "0x10": 16, "017": 15, "4294967295": 0xffffffff} {
-		if got, err := ParseACPIUID(in); err != nil || got != want {
-			t.Errorf("ParseACPIUID(%q) = %d, %v; want %d", in, got, err, want)
+		if got, err := ParseUID(in); err != nil || got != want {
+			t.Errorf("ParseUID(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
 	for _, bad := range []string{"", "PCI0", "4294967296", "-1", "+1", "1_0", "0b1", "0o7", " 1"} {
-		if _, err := ParseACPIUID(bad); err == nil {
-			t.Errorf("ParseACPIUID(%q) accepted", bad)
+		if _, err := ParseUID(bad); err == nil {
+			t.Errorf("ParseUID(%q) accepted", bad)
 		}
 	}
 }
@@ -293,8 +293,8 @@ func FuzzParseHMAT(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		h, err := ParseHMAT(data)
 		if err != nil {
-			if !errors.Is(err, ErrACPITable) {
-				t.Fatalf("error without ErrACPITable: %v", err)
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error without ErrMalformed: %v", err)
 			}
 			return
 		}
@@ -307,7 +307,7 @@ func FuzzParseHMAT(f *testing.F) {
 		for _, p := range h.P2P {
 			for _, i := range p.Initiators {
 				for _, j := range p.Targets {
-					if _, err := l.Coordinates(i, j, P2PNonUIO); errors.Is(err, ErrHMATNoEntry) {
+					if _, err := l.Coordinates(i, j, NonUIO); errors.Is(err, ErrNoEntry) {
 						t.Fatalf("%d -> %d: described but not found", i, j)
 					}
 				}
@@ -322,8 +322,8 @@ func FuzzParseSRAT(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, uid uint32) {
 		s, err := ParseSRAT(data)
 		if err != nil {
-			if !errors.Is(err, ErrACPITable) {
-				t.Fatalf("error without ErrACPITable: %v", err)
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error without ErrMalformed: %v", err)
 			}
 			return
 		}
@@ -342,7 +342,7 @@ func FuzzParseSRAT(f *testing.F) {
 	})
 }
 
-func FuzzParseACPIUID(f *testing.F) {
+func FuzzParseUID(f *testing.F) {
 	f.Add("0x10")
-	f.Fuzz(func(t *testing.T, s string) { _, _ = ParseACPIUID(s) })
+	f.Fuzz(func(t *testing.T, s string) { _, _ = ParseUID(s) })
 }

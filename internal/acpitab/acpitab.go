@@ -1,6 +1,17 @@
 // SPDX-License-Identifier: MIT
 
-package p2p
+// Package acpitab parses the binary ACPI tables the HMAT P2P series reads
+// (Leon Romanovsky's series, public mirror
+// kernelorg-mirror/linux_kernel_git_leon_linux-rdma: include/acpi/actbl1.h,
+// drivers/acpi/numa/hmat.c, drivers/pci/p2pdma.c): the HMAT with its PCIe
+// P2P Latency and Bandwidth Information Structure (type 3) and the SRAT
+// with its Generic Port Affinity Structure (type 6). The kernel exposes
+// both, as the firmware wrote them, in /sys/firmware/acpi/tables/ (mode
+// 0400: root reads them).
+//
+// It imports nothing of this repository; package p2p and the machine
+// models of package sim share it.
+package acpitab
 
 import (
 	"encoding/binary"
@@ -10,16 +21,8 @@ import (
 	"strings"
 )
 
-// The binary ACPI tables the HMAT P2P series reads (Leon Romanovsky's
-// series, public mirror kernelorg-mirror/linux_kernel_git_leon_linux-rdma:
-// include/acpi/actbl1.h, drivers/acpi/numa/hmat.c, drivers/pci/p2pdma.c):
-// the HMAT with its PCIe P2P Latency and Bandwidth Information Structure
-// (type 3) and the SRAT with its Generic Port Affinity Structure (type 6).
-// The kernel exposes both, as the firmware wrote them, in
-// /sys/firmware/acpi/tables/ (mode 0400: root reads them).
-
-// ErrACPITable is wrapped by every error about a malformed ACPI table.
-var ErrACPITable = errors.New("malformed ACPI table")
+// ErrMalformed is wrapped by every error about a malformed ACPI table.
+var ErrMalformed = errors.New("malformed ACPI table")
 
 // Sizes of the fixed parts (actbl.h, actbl1.h, actbl3.h).
 const (
@@ -31,8 +34,8 @@ const (
 	sratMemSize      = 40 // struct acpi_srat_mem_affinity
 	sratGenericSize  = 32 // struct acpi_srat_generic_affinity
 
-	// MaxACPITableSize bounds what is read of one table.
-	MaxACPITableSize = 16 << 20
+	// MaxTableSize bounds what is read of one table.
+	MaxTableSize = 16 << 20
 )
 
 // HMAT structure types and data types.
@@ -49,10 +52,10 @@ const (
 	HMATReadBandwidth   = 4
 	HMATWriteBandwidth  = 5
 
-	// HMATP2PNonUIO and HMATP2PUIO are the flags of a type-3 structure:
+	// HMATNonUIO and HMATUIO are the flags of a type-3 structure:
 	// the entries apply to ordered (non-UIO) or Unordered I/O traffic.
-	HMATP2PNonUIO = 1 << 0
-	HMATP2PUIO    = 1 << 1
+	HMATNonUIO = 1 << 0
+	HMATUIO    = 1 << 1
 )
 
 // SRAT structure types and flags.
@@ -116,17 +119,17 @@ type SRAT struct {
 // returns the table cut to its declared length, and its revision.
 func acpiBody(data []byte, sig string, min int) ([]byte, uint8, error) {
 	if len(data) < acpiHeaderSize {
-		return nil, 0, fmt.Errorf("%w: %s: %d bytes, shorter than the %d-byte header", ErrACPITable, sig, len(data), acpiHeaderSize)
+		return nil, 0, fmt.Errorf("%w: %s: %d bytes, shorter than the %d-byte header", ErrMalformed, sig, len(data), acpiHeaderSize)
 	}
 	if got := string(data[:4]); got != sig {
-		return nil, 0, fmt.Errorf("%w: signature %q is not %s", ErrACPITable, got, sig)
+		return nil, 0, fmt.Errorf("%w: signature %q is not %s", ErrMalformed, got, sig)
 	}
 	n := binary.LittleEndian.Uint32(data[4:])
 	if n < uint32(min) {
-		return nil, 0, fmt.Errorf("%w: %s: length %d is shorter than its %d-byte header", ErrACPITable, sig, n, min)
+		return nil, 0, fmt.Errorf("%w: %s: length %d is shorter than its %d-byte header", ErrMalformed, sig, n, min)
 	}
 	if uint64(n) > uint64(len(data)) {
-		return nil, 0, fmt.Errorf("%w: %s: length %d, but only %d bytes were read (truncated)", ErrACPITable, sig, n, len(data))
+		return nil, 0, fmt.Errorf("%w: %s: length %d, but only %d bytes were read (truncated)", ErrMalformed, sig, n, len(data))
 	}
 	return data[:n], data[8], nil
 }
@@ -141,26 +144,26 @@ func ParseHMAT(data []byte) (*HMAT, error) {
 		return nil, err
 	}
 	if rev != 1 && rev != 2 {
-		return nil, fmt.Errorf("%w: HMAT revision %d (the kernel reads revisions 1 and 2 only)", ErrACPITable, rev)
+		return nil, fmt.Errorf("%w: HMAT revision %d (the kernel reads revisions 1 and 2 only)", ErrMalformed, rev)
 	}
 	h := &HMAT{Revision: rev}
 	for off := hmatHeaderSize; off < len(body); {
 		if len(body)-off < hmatStructHeader {
-			return nil, fmt.Errorf("%w: HMAT: %d stray bytes at offset %d", ErrACPITable, len(body)-off, off)
+			return nil, fmt.Errorf("%w: HMAT: %d stray bytes at offset %d", ErrMalformed, len(body)-off, off)
 		}
 		typ := binary.LittleEndian.Uint16(body[off:])
 		n := binary.LittleEndian.Uint32(body[off+4:])
 		if n < hmatStructHeader {
-			return nil, fmt.Errorf("%w: HMAT: structure at offset %d: length %d", ErrACPITable, off, n)
+			return nil, fmt.Errorf("%w: HMAT: structure at offset %d: length %d", ErrMalformed, off, n)
 		}
 		if uint64(n) > uint64(len(body)-off) {
-			return nil, fmt.Errorf("%w: HMAT: structure at offset %d: length %d runs past the end of the table (%d bytes)", ErrACPITable, off, n, len(body))
+			return nil, fmt.Errorf("%w: HMAT: structure at offset %d: length %d runs past the end of the table (%d bytes)", ErrMalformed, off, n, len(body))
 		}
 		s := body[off : off+int(n)]
 		if typ == HMATTypeP2P {
 			p, err := parseHMATP2P(s)
 			if err != nil {
-				return nil, fmt.Errorf("%w: HMAT: P2P structure at offset %d: %w", ErrACPITable, off, err)
+				return nil, fmt.Errorf("%w: HMAT: P2P structure at offset %d: %w", ErrMalformed, off, err)
 			}
 			h.P2P = append(h.P2P, p)
 		}
@@ -211,20 +214,20 @@ func ParseSRAT(data []byte) (*SRAT, error) {
 	s := &SRAT{}
 	for off := sratHeaderSize; off < len(body); {
 		if len(body)-off < 2 {
-			return nil, fmt.Errorf("%w: SRAT: a stray byte at offset %d", ErrACPITable, off)
+			return nil, fmt.Errorf("%w: SRAT: a stray byte at offset %d", ErrMalformed, off)
 		}
 		typ, n := body[off], int(body[off+1])
 		if n < 2 {
-			return nil, fmt.Errorf("%w: SRAT: structure at offset %d: length %d", ErrACPITable, off, n)
+			return nil, fmt.Errorf("%w: SRAT: structure at offset %d: length %d", ErrMalformed, off, n)
 		}
 		if n > len(body)-off {
-			return nil, fmt.Errorf("%w: SRAT: structure at offset %d: length %d runs past the end of the table (%d bytes)", ErrACPITable, off, n, len(body))
+			return nil, fmt.Errorf("%w: SRAT: structure at offset %d: length %d runs past the end of the table (%d bytes)", ErrMalformed, off, n, len(body))
 		}
 		e := body[off : off+n]
 		switch typ {
 		case SRATTypeMemory:
 			if n < sratMemSize {
-				return nil, fmt.Errorf("%w: SRAT: memory affinity at offset %d: length %d is shorter than %d", ErrACPITable, off, n, sratMemSize)
+				return nil, fmt.Errorf("%w: SRAT: memory affinity at offset %d: length %d is shorter than %d", ErrMalformed, off, n, sratMemSize)
 			}
 			s.Memory = append(s.Memory, SRATMemory{
 				ProximityDomain: binary.LittleEndian.Uint32(e[2:]),
@@ -234,7 +237,7 @@ func ParseSRAT(data []byte) (*SRAT, error) {
 			})
 		case SRATTypeGenericPort:
 			if n < sratGenericSize {
-				return nil, fmt.Errorf("%w: SRAT: generic port affinity at offset %d: length %d is shorter than %d", ErrACPITable, off, n, sratGenericSize)
+				return nil, fmt.Errorf("%w: SRAT: generic port affinity at offset %d: length %d is shorter than %d", ErrMalformed, off, n, sratGenericSize)
 			}
 			g := SRATGenericPort{
 				HandleType:      e[3],
@@ -249,21 +252,21 @@ func ParseSRAT(data []byte) (*SRAT, error) {
 	return s, nil
 }
 
-// HMATCoordinates are the P2P access figures of one (initiator, target)
+// Coordinates are the P2P access figures of one (initiator, target)
 // pair of host bridges, as the kernel's struct access_coordinate: MB/s and
 // ns, 0 where the table gives none.
-type HMATCoordinates struct {
+type Coordinates struct {
 	ReadBandwidth, WriteBandwidth uint32
 	ReadLatency, WriteLatency     uint32
 }
 
-func (c HMATCoordinates) populated() bool {
+func (c Coordinates) populated() bool {
 	return c.ReadBandwidth != 0 || c.WriteBandwidth != 0 || c.ReadLatency != 0 || c.WriteLatency != 0
 }
 
 // BandwidthMBs is the narrower direction, 0 unless both are given (how
 // the series ranks providers).
-func (c HMATCoordinates) BandwidthMBs() int {
+func (c Coordinates) BandwidthMBs() int {
 	if c.ReadBandwidth == 0 || c.WriteBandwidth == 0 {
 		return 0
 	}
@@ -271,45 +274,45 @@ func (c HMATCoordinates) BandwidthMBs() int {
 }
 
 // LatencyNs is the slower direction, 0 unless both are given.
-func (c HMATCoordinates) LatencyNs() int {
+func (c Coordinates) LatencyNs() int {
 	if c.ReadLatency == 0 || c.WriteLatency == 0 {
 		return 0
 	}
 	return int(max(c.ReadLatency, c.WriteLatency))
 }
 
-// P2PClass is the traffic class of an HMAT P2P entry.
-type P2PClass uint8
+// Class is the traffic class of an HMAT P2P entry.
+type Class uint8
 
 // The classes.
 const (
-	P2PNonUIO P2PClass = iota // ordered traffic: what p2pdma authorizes
-	P2PUIO                    // Unordered I/O
+	NonUIO Class = iota // ordered traffic: what p2pdma authorizes
+	UIO                 // Unordered I/O
 )
 
-// Errors of HMATLocalities.Coordinates, as the kernel's -ENOENT and
+// Errors of Localities.Coordinates, as the kernel's -ENOENT and
 // -ENODATA.
 var (
-	ErrHMATNoEntry     = errors.New("the HMAT describes no P2P entry for these host bridges")
-	ErrHMATUnreachable = errors.New("the HMAT describes the P2P path between these host bridges as unreachable")
+	ErrNoEntry     = errors.New("the HMAT describes no P2P entry for these host bridges")
+	ErrUnreachable = errors.New("the HMAT describes the P2P path between these host bridges as unreachable")
 )
 
 type hmatLocality struct {
 	initiator, target uint32
-	valid             uint8 // bit per P2PClass
-	coord             [2]HMATCoordinates
+	valid             uint8 // bit per Class
+	coord             [2]Coordinates
 }
 
-// HMATLocalities are the P2P coordinates of every host-bridge pair the
+// Localities are the P2P coordinates of every host-bridge pair the
 // HMAT describes, merged across its structures as the kernel merges them.
-type HMATLocalities struct {
+type Localities struct {
 	list []hmatLocality
 }
 
 // Localities merges the table's P2P structures: each entry normalized by
 // the table's revision, assigned to the classes its structure's flags name.
-func (h *HMAT) Localities() *HMATLocalities {
-	l := &HMATLocalities{}
+func (h *HMAT) Localities() *Localities {
+	l := &Localities{}
 	for i := range h.P2P {
 		p := &h.P2P[i]
 		nt := len(p.Targets)
@@ -323,7 +326,7 @@ func (h *HMAT) Localities() *HMATLocalities {
 	return l
 }
 
-func (l *HMATLocalities) find(ini, tgt uint32) *hmatLocality {
+func (l *Localities) find(ini, tgt uint32) *hmatLocality {
 	for i := range l.list {
 		if l.list[i].initiator == ini && l.list[i].target == tgt {
 			return &l.list[i]
@@ -332,14 +335,14 @@ func (l *HMATLocalities) find(ini, tgt uint32) *hmatLocality {
 	return nil
 }
 
-func (l *HMATLocalities) update(ini, tgt uint32, flags, typ uint8, v uint32) {
+func (l *Localities) update(ini, tgt uint32, flags, typ uint8, v uint32) {
 	loc := l.find(ini, tgt)
 	if loc == nil {
 		l.list = append(l.list, hmatLocality{initiator: ini, target: tgt})
 		loc = &l.list[len(l.list)-1]
 	}
-	for class := P2PNonUIO; class <= P2PUIO; class++ {
-		if class == P2PNonUIO && flags&HMATP2PNonUIO == 0 || class == P2PUIO && flags&HMATP2PUIO == 0 {
+	for class := NonUIO; class <= UIO; class++ {
+		if class == NonUIO && flags&HMATNonUIO == 0 || class == UIO && flags&HMATUIO == 0 {
 			continue
 		}
 		c := &loc.coord[class]
@@ -362,16 +365,16 @@ func (l *HMATLocalities) update(ini, tgt uint32, flags, typ uint8, v uint32) {
 }
 
 // Coordinates returns the figures from initiator to target for class: an
-// error wrapping ErrHMATNoEntry when the table has no entry for the pair,
-// ErrHMATUnreachable when it has one but not for this class, or with every
+// error wrapping ErrNoEntry when the table has no entry for the pair,
+// ErrUnreachable when it has one but not for this class, or with every
 // value invalid (0 or 0xffff).
-func (l *HMATLocalities) Coordinates(initiator, target uint32, class P2PClass) (HMATCoordinates, error) {
+func (l *Localities) Coordinates(initiator, target uint32, class Class) (Coordinates, error) {
 	loc := l.find(initiator, target)
 	if loc == nil {
-		return HMATCoordinates{}, fmt.Errorf("%w (proximity domains %d -> %d)", ErrHMATNoEntry, initiator, target)
+		return Coordinates{}, fmt.Errorf("%w (proximity domains %d -> %d)", ErrNoEntry, initiator, target)
 	}
 	if loc.valid&(1<<class) == 0 || !loc.coord[class].populated() {
-		return HMATCoordinates{}, fmt.Errorf("%w (proximity domains %d -> %d)", ErrHMATUnreachable, initiator, target)
+		return Coordinates{}, fmt.Errorf("%w (proximity domains %d -> %d)", ErrUnreachable, initiator, target)
 	}
 	return loc.coord[class], nil
 }
@@ -442,9 +445,9 @@ func (s *SRAT) GenericPortDomain(uid uint32) (uint32, bool) {
 	return 0, false
 }
 
-// ParseACPIUID parses a _UID as the kernel's kstrtou32(s, 0): decimal,
+// ParseUID parses a _UID as the kernel's kstrtou32(s, 0): decimal,
 // 0x-prefixed hex, or 0-prefixed octal, with an optional trailing newline.
-func ParseACPIUID(s string) (uint32, error) {
+func ParseUID(s string) (uint32, error) {
 	s = strings.TrimSuffix(s, "\n")
 	v, err := strconv.ParseUint(s, 0, 32)
 	if err != nil || strings.HasPrefix(s, "+") || strings.Contains(s, "_") || strings.HasPrefix(s, "0b") || strings.HasPrefix(s, "0o") {

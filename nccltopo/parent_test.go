@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 
-package p2p_test
+package nccltopo
 
 import (
 	"testing"
@@ -9,21 +9,21 @@ import (
 	"github.com/efap2p/efap2p/sim"
 )
 
-func TestNCCLPath(t *testing.T) {
+func TestPathType(t *testing.T) {
 	for c, want := range map[p2p.PathClass]string{
 		p2p.PathUnknown: "", p2p.PathLOC: "LOC", p2p.PathPIX: "PIX", p2p.PathPXB: "PXB",
 		p2p.PathPHB: "PHB", p2p.PathNODE: "PHB", p2p.PathSYS: "SYS",
 	} {
-		if got := p2p.NCCLPath(c); got != want {
-			t.Errorf("NCCLPath(%s) = %q, want %q", c, got, want)
+		if got := PathType(c); got != want {
+			t.Errorf("PathType(%s) = %q, want %q", c, got, want)
 		}
 	}
 }
 
-// TestNCCLParent: on p5.48xlarge NCCL skips the downstream port and the
+// TestParent: on p5.48xlarge NCCL skips the downstream port and the
 // root port: EFA 4f:00.0 -> switch 45:00.0 -> CPU. On p4d.24xlarge the
 // functions sit on root buses: straight to the CPU.
-func TestNCCLParent(t *testing.T) {
+func TestParent(t *testing.T) {
 	for _, tc := range []struct {
 		machine, addr string
 		want          []string
@@ -45,7 +45,7 @@ func TestNCCLParent(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got []string
-		for p := p2p.NCCLParent(f); p != nil; p = p2p.NCCLParent(p) {
+		for p := parent(f); p != nil; p = parent(p) {
 			got = append(got, p.Addr.String())
 		}
 		if len(got) != len(tc.want) {
@@ -59,7 +59,7 @@ func TestNCCLParent(t *testing.T) {
 			}
 		}
 	}
-	if p2p.NCCLParent(nil) != nil {
-		t.Error("NCCLParent(nil) != nil")
+	if parent(nil) != nil {
+		t.Error("parent(nil) != nil")
 	}
 }
