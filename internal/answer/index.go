@@ -71,7 +71,8 @@ const (
 const (
 	sectionSize  = 16
 	functionSize = 16
-	nicSize      = 16
+	nicSize      = 16 + nicNameLen
+	nicNameLen   = 32
 	attrSize     = 64
 	dmabufSize   = 56 + attrSize
 	peerSize     = 16 + attrSize
@@ -122,6 +123,12 @@ type IndexNIC struct {
 	Key     uint64
 	Flags   uint32
 	Summary string
+	// Name is the RDMA device's name when the index was written ("" if
+	// longer than 31 bytes). A boot-bound index's names are this boot's:
+	// the front maps a device to its record by name, without reading its
+	// sysfs link (the udev rule rewrites the file when RDMA devices come,
+	// go or are renamed).
+	Name string
 }
 
 // IndexDmabuf is the registration decision for a (NIC, exporter) pair.
@@ -197,6 +204,9 @@ func BuildIndex(e *Engine, tf *p2p.TopologyFile, id JSONIdentity) (*Index, error
 			continue // not covered: the core answers
 		}
 		n := IndexNIC{Key: Key(dev.Addr), Summary: nic.Summary}
+		if len(dev.Name) < nicNameLen && strings.IndexByte(dev.Name, 0) < 0 {
+			n.Name = dev.Name
+		}
 		if nic.Reaches {
 			n.Flags |= NICReaches
 		}
@@ -344,6 +354,7 @@ func (ix *Index) Marshal() []byte {
 		le.PutUint64(b, n.Key)
 		le.PutUint32(b[8:], n.Flags)
 		le.PutUint32(b[12:], strs.ref(n.Summary))
+		copy(b[16:16+nicNameLen-1], n.Name)
 		secs[SectionNICs] = append(secs[SectionNICs], b...)
 	}
 	for i := range ix.Dmabufs {
@@ -502,6 +513,9 @@ func ReadIndex(data []byte) (*Index, error) {
 		b := secs[SectionNICs][i*nicSize:]
 		nic := IndexNIC{Key: le.Uint64(b), Flags: le.Uint32(b[8:])}
 		if nic.Summary, err = str(strs, le.Uint32(b[12:])); err != nil {
+			return nil, err
+		}
+		if nic.Name, err = inline(b[16 : 16+nicNameLen]); err != nil {
 			return nil, err
 		}
 		if nic.Flags&^(NICReaches|NICRefusable) != 0 || (i > 0 && nic.Key <= ix.NICs[i-1].Key) {

@@ -136,9 +136,15 @@ int efap2p_dev_key(int dev, struct ibv_device *device, uint64_t *key)
 	int st = atomic_load_explicit(&n->key_state, memory_order_acquire), rc;
 
 	if (!st) {
+		const struct efap2p_index *ix = efap2p_precomp();
 		uint64_t k = 0;
 
-		rc = efap2p_nic_key(device, &k);
+		/* a boot-bound index names this boot's devices: no sysfs read */
+		if (!ix || !(ix->flags & EFAP2P_INDEX_BOOT_BOUND) ||
+		    efap2p_index_nic_named(ix, device->name, &k))
+			rc = efap2p_nic_key(device, &k);
+		else
+			rc = 0;
 		pthread_mutex_lock(&insert_lock);
 		if (!atomic_load_explicit(&n->key_state, memory_order_relaxed)) {
 			n->key = k;

@@ -113,7 +113,7 @@ static int from_index(struct ibv_device *device, int dev, int exp, struct efap2p
 	struct efap2p_index_dmabuf d;
 	uint64_t key;
 
-	if (!ix || efap2p_dev_key(dev, device, &key) ||
+	if (!ix || efap2p_dev_key(dev, device, &key) || efap2p_precomp_records() ||
 	    efap2p_index_dmabuf(ix, key, efap2p_exp_name(exp), &d))
 		return ENOENT;
 	p->core.decision = d.decision;

@@ -155,6 +155,7 @@ const struct efap2p_index *efap2p_precomp(void);	/* NULL: none answers */
 const char *efap2p_precomp_file(void);			/* the file it belongs to */
 const char *const *efap2p_precomp_core_files(void);	/* what the core reads */
 int efap2p_precomp_strings(void);	/* 0 once the index's strings are read */
+int efap2p_precomp_records(void);	/* 0 once its dma-buf and peer records are */
 int efap2p_nic_key(struct ibv_device *device, uint64_t *key);
 void efap2p_precomp_atfork_child(void);
 

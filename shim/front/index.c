@@ -11,7 +11,8 @@
 
 #define SECTION_SIZE 16
 #define FUNCTION_SIZE 16
-#define NIC_SIZE 16
+#define NIC_NAME 32
+#define NIC_SIZE (16 + NIC_NAME)
 #define ATTR_SIZE 64
 #define DMABUF_SIZE (56 + ATTR_SIZE)
 #define PEER_SIZE (16 + ATTR_SIZE)
@@ -72,12 +73,13 @@ static int parse_sections(struct efap2p_index *ix, const uint8_t *head, size_t l
 		uint32_t kind = le32(t), count = le32(t + 4);
 		uint64_t off = le32(t + 8), size = le32(t + 12);
 
-		if (kind == 0 || kind > EFAP2P_SEC_KINDS || ix->count[kind] || ix->rec[kind] ||
+		if (kind == 0 || kind > EFAP2P_SEC_KINDS || ix->present[kind] ||
 		    (kind == EFAP2P_SEC_STRINGS) != (i == n - 1))
 			return EINVAL;
 		if (off % 8 || off < end || off + size > ix->file_size)
 			return EINVAL;
 		end = off + size;
+		ix->present[kind] = 1;
 		if (kind == EFAP2P_SEC_STRINGS) {
 			if (count || !size)
 				return EINVAL;
@@ -85,29 +87,71 @@ static int parse_sections(struct efap2p_index *ix, const uint8_t *head, size_t l
 			ix->strs_len = (uint32_t)size;
 			continue;
 		}
-		if ((uint64_t)count * record_size[kind] != size || off + size > len)
+		if ((uint64_t)count * record_size[kind] != size)
 			return EINVAL;
-		ix->rec[kind] = head + off;
-		ix->count[kind] = count;
+		ix->sec_off[kind] = (uint32_t)off;
+		ix->sec_count[kind] = count;
+		/* a section past what was read is attached later
+		 * (efap2p_index_attach_records) */
+		if (off + size <= len)
+			ix->rec[kind] = head + off;
 	}
 	return 0;
 }
 
-static int check_records(const struct efap2p_index *ix)
+static int check_dmabufs(const struct efap2p_index *ix, const uint8_t *r, uint32_t n);
+static int check_peers(const struct efap2p_index *ix, const uint8_t *r, uint32_t n);
+
+/* Checks the records of section kind, attached. */
+static int check_kind(const struct efap2p_index *ix, int kind)
 {
-	const uint8_t *r;
+	const uint8_t *r = ix->rec[kind];
+	uint32_t i, n = ix->sec_count[kind];
+
+	switch (kind) {
+	case EFAP2P_SEC_FUNCTIONS:
+		for (i = 0; i < n; i++, r += FUNCTION_SIZE)
+			if (i && le64(r) <= le64(r - FUNCTION_SIZE))
+				return EINVAL;
+		break;
+	case EFAP2P_SEC_NICS:
+		for (i = 0; i < n; i++, r += NIC_SIZE)
+			if (!str_ok(ix, le32(r + 12)) || !memchr(r + 16, 0, NIC_NAME) ||
+			    le32(r + 8) & ~(EFAP2P_INDEX_NIC_REACHES | EFAP2P_INDEX_NIC_REFUSABLE) ||
+			    (i && le64(r) <= le64(r - NIC_SIZE)))
+				return EINVAL;
+		break;
+	case EFAP2P_SEC_DMABUFS:
+		return check_dmabufs(ix, r, n);
+	case EFAP2P_SEC_PEERS:
+		return check_peers(ix, r, n);
+	}
+	return 0;
+}
+
+/* Attaches the records of every present section not attached yet, as
+ * found in kind's order. */
+static int attach_kinds(struct efap2p_index *ix)
+{
+	int kind;
+
+	for (kind = EFAP2P_SEC_FUNCTIONS; kind <= EFAP2P_SEC_PEERS; kind++) {
+		if (!ix->rec[kind] || ix->count[kind])
+			continue;
+		if (check_kind(ix, kind)) {
+			ix->rec[kind] = NULL;
+			return EINVAL;
+		}
+		ix->count[kind] = ix->sec_count[kind];
+	}
+	return 0;
+}
+
+static int check_dmabufs(const struct efap2p_index *ix, const uint8_t *r, uint32_t n)
+{
 	uint32_t i;
 
-	for (i = 0, r = ix->rec[EFAP2P_SEC_FUNCTIONS]; i < ix->count[EFAP2P_SEC_FUNCTIONS]; i++, r += FUNCTION_SIZE)
-		if (i && le64(r) <= le64(r - FUNCTION_SIZE))
-			return EINVAL;
-	for (i = 0, r = ix->rec[EFAP2P_SEC_NICS]; i < ix->count[EFAP2P_SEC_NICS]; i++, r += NIC_SIZE) {
-		if (!str_ok(ix, le32(r + 12)) ||
-		    le32(r + 8) & ~(EFAP2P_INDEX_NIC_REACHES | EFAP2P_INDEX_NIC_REFUSABLE) ||
-		    (i && le64(r) <= le64(r - NIC_SIZE)))
-			return EINVAL;
-	}
-	for (i = 0, r = ix->rec[EFAP2P_SEC_DMABUFS]; i < ix->count[EFAP2P_SEC_DMABUFS]; i++, r += DMABUF_SIZE) {
+	for (i = 0; i < n; i++, r += DMABUF_SIZE) {
 		int32_t decision = (int32_t)le32(r + 40);
 
 		if (!memchr(r + 8, 0, EFAP2P_INDEX_EXP_LEN) || !r[8] || decision < 0 || decision > 2 ||
@@ -118,7 +162,14 @@ static int check_records(const struct efap2p_index *ix)
 			   strcmp((const char *)r + 8, (const char *)r + 8 - DMABUF_SIZE) <= 0)))
 			return EINVAL;
 	}
-	for (i = 0, r = ix->rec[EFAP2P_SEC_PEERS]; i < ix->count[EFAP2P_SEC_PEERS]; i++, r += PEER_SIZE) {
+	return 0;
+}
+
+static int check_peers(const struct efap2p_index *ix, const uint8_t *r, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++, r += PEER_SIZE) {
 		if (!attr_ok(ix, r + 16))
 			return EINVAL;
 		if (i && (le64(r) < le64(r - PEER_SIZE) ||
@@ -149,9 +200,34 @@ int efap2p_index_parse(struct efap2p_index *ix, const uint8_t *head, size_t len)
 	    inline_str(ix->boot_id, head + 136, sizeof(ix->boot_id)) ||
 	    !(ix->flags & EFAP2P_INDEX_BOOT_BOUND) != !ix->boot_id[0])
 		return EINVAL;
-	if (parse_sections(ix, head, len, n) || check_records(ix))
+	if (parse_sections(ix, head, len, n) || attach_kinds(ix))
 		return EINVAL;
 	return 0;
+}
+
+int efap2p_index_attach_records(struct efap2p_index *ix, const uint8_t *buf, uint64_t off,
+				size_t len)
+{
+	int kind;
+
+	for (kind = EFAP2P_SEC_FUNCTIONS; kind <= EFAP2P_SEC_PEERS; kind++) {
+		uint64_t s = ix->sec_off[kind], size = (uint64_t)ix->sec_count[kind] * record_size[kind];
+
+		if (ix->rec[kind] || !ix->present[kind] || s < off || s + size > off + len)
+			continue;
+		ix->rec[kind] = buf + (s - off);
+	}
+	return attach_kinds(ix);
+}
+
+int efap2p_index_complete(const struct efap2p_index *ix)
+{
+	int kind;
+
+	for (kind = EFAP2P_SEC_FUNCTIONS; kind <= EFAP2P_SEC_PEERS; kind++)
+		if (ix->present[kind] && !ix->rec[kind])
+			return 0;
+	return 1;
 }
 
 int efap2p_index_attach(struct efap2p_index *ix, const char *strs, size_t len)
@@ -205,6 +281,19 @@ static int cmp_u64(uint64_t a, uint64_t b)
 static int cmp_nic(const uint8_t *rec, const void *key)
 {
 	return cmp_u64(le64(rec), *(const uint64_t *)key);
+}
+
+int efap2p_index_nic_named(const struct efap2p_index *ix, const char *name, uint64_t *key)
+{
+	const uint8_t *r = ix->rec[EFAP2P_SEC_NICS];
+	uint32_t i;
+
+	for (i = 0; name[0] && i < ix->count[EFAP2P_SEC_NICS]; i++, r += NIC_SIZE)
+		if (!strcmp((const char *)r + 16, name)) {
+			*key = le64(r);
+			return 0;
+		}
+	return ENOENT;
 }
 
 int efap2p_index_nic(const struct efap2p_index *ix, uint64_t key, struct efap2p_index_nic *out)

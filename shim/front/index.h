@@ -44,8 +44,12 @@ struct efap2p_index {
 	uint64_t json_size, json_mtime_ns, json_ino;
 	char kernel[72];
 	char boot_id[48];
-	const uint8_t *rec[EFAP2P_SEC_KINDS + 1];	/* into the head */
+	/* records, once attached (into the head, or a buffer read later);
+	 * count is 0 until then, so that lookups find nothing */
+	const uint8_t *rec[EFAP2P_SEC_KINDS + 1];
 	uint32_t count[EFAP2P_SEC_KINDS + 1];
+	uint8_t present[EFAP2P_SEC_KINDS + 1];
+	uint32_t sec_off[EFAP2P_SEC_KINDS + 1], sec_count[EFAP2P_SEC_KINDS + 1];
 	uint32_t strs_off, strs_len;	/* where the strings lie in the file */
 	const char *strs;		/* NULL until attached */
 };
@@ -71,11 +75,20 @@ struct efap2p_index_dmabuf {
 };
 
 /*
- * Parses head, the first len bytes of an index (at least up to its strings
- * section): 0, or EINVAL when anything is out of place. ix then points
+ * Parses head, the first len bytes of an index (at least its header and
+ * section table): 0, or EINVAL when anything is out of place. The record
+ * sections wholly within head are attached and checked; ix then points
  * into head, which must outlive it.
  */
 int efap2p_index_parse(struct efap2p_index *ix, const uint8_t *head, size_t len);
+
+/* Attaches and checks the record sections wholly within buf, the len
+ * bytes of the index at offset off (buf must outlive ix): 0 or EINVAL. */
+int efap2p_index_attach_records(struct efap2p_index *ix, const uint8_t *buf, uint64_t off,
+				size_t len);
+
+/* 1 when every record section is attached. */
+int efap2p_index_complete(const struct efap2p_index *ix);
 
 /* Attaches the strings section (strs_len bytes read at strs_off): 0 or
  * EINVAL. */
@@ -87,6 +100,10 @@ const char *efap2p_index_str(const struct efap2p_index *ix, uint32_t off);
 /* The i-th covered function. */
 void efap2p_index_function(const struct efap2p_index *ix, uint32_t i,
 			   struct efap2p_index_function *out);
+
+/* The key of the NIC recorded under the RDMA device name (a boot-bound
+ * index: this boot's names); ENOENT if none. */
+int efap2p_index_nic_named(const struct efap2p_index *ix, const char *name, uint64_t *key);
 
 /* Lookups: 0 and *out, or ENOENT when the index does not cover it. */
 int efap2p_index_nic(const struct efap2p_index *ix, uint64_t key, struct efap2p_index_nic *out);

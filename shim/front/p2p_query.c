@@ -59,7 +59,7 @@ static int peer_from_index(struct ibv_device *device, int dev, uint64_t peer,
 	const uint8_t *rec;
 	uint64_t key;
 
-	if (!ix || dev < 0 || efap2p_dev_key(dev, device, &key) ||
+	if (!ix || dev < 0 || efap2p_dev_key(dev, device, &key) || efap2p_precomp_records() ||
 	    efap2p_index_peer(ix, key, peer, &rec) || efap2p_precomp_strings())
 		return ENOENT;
 	efap2p_index_attr(ix, rec, out);

@@ -221,7 +221,7 @@ static int read_index(const char *path, const struct stat *json, char *why, size
 	char reason[128];
 	struct stat st;
 	size_t head_len, first_len;
-	uint32_t n;
+	uint32_t n, i;
 	int fd, rc = open_regular(path, &fd, &st);
 
 	if (rc) {
@@ -245,13 +245,19 @@ static int read_index(const char *path, const struct stat *json, char *why, size
 	    (uint32_t)first[31] << 24;
 	if (!n || n > EFAP2P_SEC_KINDS || EFAP2P_INDEX_HEADER + 16 * n > first_len)
 		goto out;
-	/* the head: everything before the strings, the last section */
-	{
-		const uint8_t *t = first + EFAP2P_INDEX_HEADER + 16 * (n - 1) + 8;
+	/* the head: the header, the table, and the sections before the first
+	 * one read on demand (dma-bufs, peers, strings) */
+	head_len = (size_t)st.st_size;
+	for (i = 0; i < n; i++) {
+		const uint8_t *t = first + EFAP2P_INDEX_HEADER + 16 * i;
+		uint32_t kind = (uint32_t)t[0] | (uint32_t)t[1] << 8, off;
 
-		head_len = (size_t)t[0] | (size_t)t[1] << 8 | (size_t)t[2] << 16 | (size_t)t[3] << 24;
+		off = (uint32_t)t[8] | (uint32_t)t[9] << 8 | (uint32_t)t[10] << 16 | (uint32_t)t[11] << 24;
+		if ((kind == EFAP2P_SEC_DMABUFS || kind == EFAP2P_SEC_PEERS || kind == EFAP2P_SEC_STRINGS) &&
+		    off < head_len)
+			head_len = off;
 	}
-	if (head_len < EFAP2P_INDEX_HEADER + 16 * n || head_len > (size_t)st.st_size)
+	if (head_len < EFAP2P_INDEX_HEADER + 16 * n)
 		goto out;
 	pc.head = malloc(head_len);
 	if (!pc.head) {
@@ -437,13 +443,13 @@ const char *efap2p_precomp_file(void)
 	return pc_index ? pc.path : NULL;
 }
 
-/* Reads the strings of the index in use, once: the index file must be the
- * one read at first (same inode, size and time). */
-static int read_strings(void)
+/* Reads len bytes at off of the index in use, which must be the one read
+ * at first (same inode, size and time), into a new buffer. */
+static int read_region(uint64_t off, size_t len, char **out)
 {
 	char idx[PATH_MAX];
 	struct stat st;
-	char *strs;
+	char *buf;
 	int fd, rc;
 
 	if ((size_t)snprintf(idx, sizeof(idx), "%s%s", pc.path, INDEX_SUFFIX) >= sizeof(idx))
@@ -454,24 +460,26 @@ static int read_strings(void)
 	if (st.st_ino != pc.idx_st.st_ino || st.st_dev != pc.idx_st.st_dev ||
 	    st.st_size != pc.idx_st.st_size || mtime_ns(&st) != mtime_ns(&pc.idx_st))
 		goto out;
-	strs = malloc(pc.ix.strs_len);
+	buf = malloc(len ? len : 1);
 	rc = ENOMEM;
-	if (!strs)
+	if (!buf)
 		goto out;
-	rc = pread_full(fd, strs, pc.ix.strs_len, (off_t)pc.ix.strs_off);
-	if (!rc)
-		rc = efap2p_index_attach(&pc.ix, strs, pc.ix.strs_len);
+	rc = pread_full(fd, buf, len, (off_t)off);
 	if (rc)
-		free(strs);
+		free(buf);
+	else
+		*out = buf;
 out:
 	close(fd);
 	return rc;
 }
 
-int efap2p_precomp_strings(void)
+/* Loads a part of the index once: state 0 not read, 1 attached, -1
+ * cannot be. */
+static int load_part(_Atomic int *state, int (*load)(void), const char *what)
 {
 	struct efap2p_guard g;
-	int st = atomic_load_explicit(&strs_state, memory_order_acquire);
+	int st = atomic_load_explicit(state, memory_order_acquire);
 
 	if (st)
 		return st > 0 ? 0 : EIO;
@@ -479,19 +487,60 @@ int efap2p_precomp_strings(void)
 		return ENOENT;
 	efap2p_guard_enter(&g);
 	pthread_mutex_lock(&pc_lock);
-	st = atomic_load_explicit(&strs_state, memory_order_relaxed);
+	st = atomic_load_explicit(state, memory_order_relaxed);
 	if (!st) {
-		int rc = read_strings();
+		int rc = load();
 
 		if (rc)
-			efap2p_log(EFAP2P_LOG_INFO, "%s%s: reasons cannot be read (%s)", pc.path,
-				   INDEX_SUFFIX, strerror(rc));
+			efap2p_log(EFAP2P_LOG_INFO, "%s%s: %s cannot be read (%s)", pc.path,
+				   INDEX_SUFFIX, what, strerror(rc));
 		st = rc ? -1 : 1;
-		atomic_store_explicit(&strs_state, st, memory_order_release);
+		atomic_store_explicit(state, st, memory_order_release);
 	}
 	pthread_mutex_unlock(&pc_lock);
 	efap2p_guard_leave(&g);
 	return st > 0 ? 0 : EIO;
+}
+
+static int load_strings(void)
+{
+	char *strs = NULL;
+	int rc = read_region(pc.ix.strs_off, pc.ix.strs_len, &strs);
+
+	if (!rc && (rc = efap2p_index_attach(&pc.ix, strs, pc.ix.strs_len)))
+		free(strs);
+	return rc;
+}
+
+static int load_records(void)
+{
+	uint64_t off = pc.ix.strs_off, end = 0;
+	char *buf = NULL;
+	int kind, rc;
+
+	for (kind = EFAP2P_SEC_FUNCTIONS; kind <= EFAP2P_SEC_PEERS; kind++)
+		if (pc.ix.present[kind] && !pc.ix.rec[kind] && pc.ix.sec_off[kind] < off)
+			off = pc.ix.sec_off[kind];
+	end = pc.ix.strs_off;
+	if (off >= end)
+		return 0;
+	rc = read_region(off, (size_t)(end - off), &buf);
+	if (!rc && (rc = efap2p_index_attach_records(&pc.ix, (const uint8_t *)buf, off,
+						     (size_t)(end - off))))
+		free(buf);
+	return rc ? rc : efap2p_index_complete(&pc.ix) ? 0 : EINVAL;
+}
+
+static _Atomic int records_state;
+
+int efap2p_precomp_strings(void)
+{
+	return load_part(&strs_state, load_strings, "reasons");
+}
+
+int efap2p_precomp_records(void)
+{
+	return load_part(&records_state, load_records, "its dma-buf and peer records");
 }
 
 int efap2p_nic_key(struct ibv_device *device, uint64_t *key)

@@ -15,13 +15,13 @@
 
 /* The answer from the topology file's index: 1 or 0, -1 when it has none
  * for this NIC. */
-static int from_index(struct ibv_device *device)
+static int from_index(struct ibv_device *device, int dev)
 {
 	const struct efap2p_index *ix = efap2p_precomp();
 	struct efap2p_index_nic n;
 	uint64_t key;
 
-	if (!ix || efap2p_nic_key(device, &key) || efap2p_index_nic(ix, key, &n))
+	if (!ix || efap2p_dev_key(dev, device, &key) || efap2p_index_nic(ix, key, &n))
 		return -1;
 	if (efap2p_config()->log_level >= EFAP2P_LOG_INFO && !efap2p_precomp_strings())
 		efap2p_log(EFAP2P_LOG_INFO, "%s (from %s)", efap2p_index_str(ix, n.summary),
@@ -49,7 +49,7 @@ static int p2p_dma_slow(struct ibv_device *device)
 		efap2p_guard_leave(&g);
 		return caps == EFAP2P_YES;
 	}
-	reaches = from_index(device);
+	reaches = from_index(device, dev);
 	if (reaches < 0) {
 		switch (efap2p_core_nic(&g, device->name, &out)) {
 		case ECHILD:	/* a forked child: Go is out of reach, nothing cached */

@@ -26,6 +26,25 @@ static int parse_all(struct efap2p_index *ix, const uint8_t *data, size_t len)
 		rc = efap2p_index_attach(ix, (const char *)data + ix->strs_off, ix->strs_len);
 	return rc;
 }
+
+// parse_head parses the head only, as the front reads a file first: the
+// header, the table and the sections before the dma-buf ones.
+static int parse_head(struct efap2p_index *ix, const uint8_t *data, size_t len, size_t head)
+{
+	return head > len ? EINVAL : efap2p_index_parse(ix, data, head);
+}
+
+// attach_rest attaches the records after the head, then the strings.
+static int attach_rest(struct efap2p_index *ix, const uint8_t *data, size_t head)
+{
+	int rc = efap2p_index_attach_records(ix, data + head, head, ix->strs_off - head);
+
+	if (!rc && !efap2p_index_complete(ix))
+		rc = EINVAL;
+	if (!rc)
+		rc = efap2p_index_attach(ix, (const char *)data + ix->strs_off, ix->strs_len);
+	return rc;
+}
 */
 import "C"
 
@@ -48,6 +67,25 @@ func Parse(data []byte) *Index {
 		return nil
 	}
 	return x
+}
+
+// ParseLazy parses data as the front reads a file: the first head bytes,
+// then, by Attach, the rest.
+func ParseLazy(data []byte, head int) *Index {
+	if len(data) == 0 {
+		return nil
+	}
+	x := &Index{data: C.CBytes(data)}
+	if C.parse_head(&x.ix, (*C.uint8_t)(x.data), C.size_t(len(data)), C.size_t(head)) != 0 {
+		C.free(x.data)
+		return nil
+	}
+	return x
+}
+
+// Attach attaches what ParseLazy left: false when it is refused.
+func (x *Index) Attach(head int) bool {
+	return C.attach_rest(&x.ix, (*C.uint8_t)(x.data), C.size_t(head)) == 0
 }
 
 // Free releases the copy of the bytes.

@@ -118,6 +118,63 @@ func small() []byte {
 	return ix.Marshal()
 }
 
+// TestLazyAttach: read as the front reads a file (the head first, the
+// dma-buf and peer records when first needed), the index answers as the
+// Go reader does; before the records are attached, it answers nothing
+// about dma-bufs or peers, and a corrupt record section is refused.
+func TestLazyAttach(t *testing.T) {
+	data := seed(t, "p5.48xlarge")
+	gix, err := answer.ReadIndex(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := dmabufOffset(t, data)
+	x := ParseLazy(data, head)
+	if x == nil {
+		t.Fatal("the head alone is refused")
+	}
+	defer x.Free()
+	for _, n := range gix.NICs {
+		if flags, _, ok := x.NIC(n.Key); !ok || flags != n.Flags {
+			t.Fatalf("NIC %#x from the head: %v %#x", n.Key, ok, flags)
+		}
+	}
+	d := gix.Dmabufs[0]
+	if _, _, _, ok := x.Dmabuf(d.NIC, d.Exporter); ok {
+		t.Fatal("a dma-buf record answered before the records were attached")
+	}
+	if !x.Attach(head) {
+		t.Fatal("the records are refused")
+	}
+	if dec, _, _, ok := x.Dmabuf(d.NIC, d.Exporter); !ok || dec != d.Decision {
+		t.Fatalf("dma-buf %#x %q after attaching: %v %d", d.NIC, d.Exporter, ok, dec)
+	}
+	// a corrupt decision in the first dma-buf record
+	bad := append([]byte(nil), data...)
+	bad[head+40] = 7
+	y := ParseLazy(bad, head)
+	if y == nil {
+		t.Fatal("the head alone is refused")
+	}
+	defer y.Free()
+	if y.Attach(head) {
+		t.Fatal("a dma-buf record with decision 7 is attached")
+	}
+}
+
+// dmabufOffset is where the index's dma-buf records start.
+func dmabufOffset(t *testing.T, data []byte) int {
+	n := int(data[28])
+	for i := 0; i < n; i++ {
+		e := data[answer.IndexHeaderSize+16*i:]
+		if int(e[0]) == answer.SectionDmabufs {
+			return int(uint32(e[8]) | uint32(e[9])<<8 | uint32(e[10])<<16 | uint32(e[11])<<24)
+		}
+	}
+	t.Fatal("no dma-buf section")
+	return 0
+}
+
 func FuzzCIndex(f *testing.F) {
 	f.Add(small())
 	data := seed(f, "intel-acs-switch")
