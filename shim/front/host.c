@@ -14,7 +14,8 @@
  * - Room: the runtime reserves hundreds of MiB of address space at start
  *   and starts several threads; under RLIMIT_AS, RLIMIT_NPROC or a pids
  *   cgroup without room for them it aborts the process. The address space
- *   is checked against the limit; threads are checked by starting a few.
+ *   is checked against the limit; threads, where a limit or a cgroup bounds
+ *   them, by starting a few.
  */
 #define _GNU_SOURCE
 #include <elf.h>
@@ -165,6 +166,59 @@ static int thread_room(void)
 	return rc;
 }
 
+/* Is the number of threads bounded for this process: a finite
+ * RLIMIT_NPROC (unless root, whom it does not bind), or a finite pids.max
+ * in its cgroup (v2) or one above it? Unknown counts as bounded. Starting
+ * threads to find out costs far more than these few reads. */
+static int threads_bounded(void)
+{
+	char line[4096], path[4200], max[32];
+	struct rlimit r;
+	FILE *f;
+	char *cg, *slash;
+	int bounded = 0;
+
+	if (getrlimit(RLIMIT_NPROC, &r) || (r.rlim_cur != RLIM_INFINITY && geteuid() != 0))
+		return 1;
+	f = fopen("/proc/self/cgroup", "re");
+	if (!f)
+		return 1;
+	/* cgroup v2 ("0::PATH") or v1's pids controller ("N:pids:PATH") */
+	while (!bounded && fgets(line, sizeof(line), f)) {
+		const char *base = "/sys/fs/cgroup";
+		char *p = strchr(line, ':');
+
+		if (!p)
+			continue;
+		if (!strncmp(p, "::", 2))
+			cg = p + 2;
+		else if (!strncmp(p, ":pids:", 6))
+			cg = p + 6, base = "/sys/fs/cgroup/pids";
+		else
+			continue;
+		cg[strcspn(cg, "\n")] = 0;
+		for (;;) {
+			FILE *m;
+
+			snprintf(path, sizeof(path), "%s%s/pids.max", base, cg);
+			m = fopen(path, "re");
+			if (m) {
+				if (fgets(max, sizeof(max), m) && strncmp(max, "max", 3))
+					bounded = 1;
+				fclose(m);
+			}
+			if (bounded || !*cg || !strcmp(cg, "/"))
+				break;
+			slash = strrchr(cg, '/');
+			if (!slash)
+				break;
+			*slash = 0;
+		}
+	}
+	fclose(f);
+	return bounded;
+}
+
 int efap2p_host_refuses_go(const sigset_t *caller, char *why, size_t len)
 {
 	struct rlimit as;
@@ -194,7 +248,7 @@ int efap2p_host_refuses_go(const sigset_t *caller, char *why, size_t len)
 			return 1;
 		}
 	}
-	rc = thread_room();
+	rc = threads_bounded() ? thread_room() : 0;
 	if (rc) {
 		snprintf(why, len,
 			 "no room for the Go runtime's threads (RLIMIT_NPROC or a pids cgroup: starting %d threads failed: %s)",
