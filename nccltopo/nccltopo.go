@@ -51,6 +51,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/efap2p/efap2p/internal/textwrap"
 	"github.com/efap2p/efap2p/p2p"
 )
 
@@ -537,7 +538,7 @@ func (nt *ncclTopo) header() ([]string, error) {
 	// para wraps a paragraph; indent > 0 makes it a bullet.
 	para := func(indent int, s string) {
 		pad := strings.Repeat(" ", indent)
-		for i, l := range strings.Split(wrap(s, 96-indent), "\n") {
+		for i, l := range strings.Split(textwrap.Wrap(s, 96-indent), "\n") {
 			switch {
 			case indent == 0:
 				h = append(h, l)
@@ -739,22 +740,4 @@ func addrList(as []p2p.Addr) string {
 		s[i] = a.String()
 	}
 	return strings.Join(s, ", ")
-}
-
-// wrap fills words into lines of at most width columns.
-func wrap(s string, width int) string {
-	var b strings.Builder
-	n := 0
-	for _, w := range strings.Fields(s) {
-		if n > 0 && n+1+len(w) > width {
-			b.WriteByte('\n')
-			n = 0
-		} else if n > 0 {
-			b.WriteByte(' ')
-			n++
-		}
-		b.WriteString(w)
-		n += len(w)
-	}
-	return b.String()
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/efap2p/efap2p/internal/textwrap"
 	"github.com/efap2p/efap2p/p2p"
 )
 
@@ -120,15 +121,15 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "  %s %s\n", f.Severity, f.Code)
 			b.WriteString("    " + f.Message + "\n") // one line: grep finds it whole
 			if f.Reason != "" {
-				b.WriteString(indent(wrap("why: "+f.Reason, 74), "    "))
+				b.WriteString(indent(textwrap.Wrap("why: "+f.Reason, 74), "    "))
 			}
-			b.WriteString(indent(wrap("fix: "+f.Fix, 74), "    "))
+			b.WriteString(indent(textwrap.Wrap("fix: "+f.Fix, 74), "    "))
 		}
 	}
 	if len(r.Notes) > 0 {
 		b.WriteString("\nNotes:\n")
 		for _, n := range r.Notes {
-			b.WriteString(indent(wrap("- "+n, 76), "  "))
+			b.WriteString(indent(textwrap.Wrap("- "+n, 76), "  "))
 		}
 	}
 	_, err := io.WriteString(w, b.String())
@@ -233,23 +234,6 @@ func shortList(as []p2p.Addr) string {
 		s[i] = a.Short()
 	}
 	return strings.Join(s, " ")
-}
-
-func wrap(s string, width int) string {
-	var b strings.Builder
-	n := 0
-	for _, w := range strings.Fields(s) {
-		if n > 0 && n+1+len(w) > width {
-			b.WriteByte('\n')
-			n = 0
-		} else if n > 0 {
-			b.WriteByte(' ')
-			n++
-		}
-		b.WriteString(w)
-		n += len(w)
-	}
-	return b.String()
 }
 
 func indent(s, prefix string) string {

@@ -23,6 +23,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/efap2p/efap2p/internal/textwrap"
 )
 
 // usageError is an error in how the tool was called: exit status 2, and a
@@ -156,7 +158,7 @@ func writeOptions(w io.Writer, fs *flag.FlagSet) {
 	}
 	indent := strings.Repeat(" ", width+4)
 	for _, o := range opts {
-		text := strings.ReplaceAll(wrap(o.text, 78-len(indent)), "\n", "\n"+indent)
+		text := strings.ReplaceAll(textwrap.Wrap(o.text, 78-len(indent)), "\n", "\n"+indent)
 		if len(o.left) > width {
 			fmt.Fprintf(w, "  %s\n%s%s\n", o.left, indent, text)
 			continue

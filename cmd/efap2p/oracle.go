@@ -13,6 +13,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/efap2p/efap2p/internal/textwrap"
 	"github.com/efap2p/efap2p/p2p"
 )
 
@@ -178,7 +179,7 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(w, "certain\tno: something the rule needs could not be read\n")
 	}
 	w.Flush()
-	fmt.Fprintf(stdout, "\n%s\n", wrap(v.Reason, 78))
+	fmt.Fprintf(stdout, "\n%s\n", textwrap.Wrap(v.Reason, 78))
 	if v.Hint != "" {
 		fmt.Fprintf(stdout, "\nhint: %s\n", v.Hint)
 	}
@@ -264,23 +265,6 @@ func className(class uint32) string {
 		return "NVMe controller"
 	}
 	return fmt.Sprintf("class %06x", class)
-}
-
-func wrap(s string, width int) string {
-	var b strings.Builder
-	n := 0
-	for _, w := range strings.Fields(s) {
-		if n > 0 && n+1+len(w) > width {
-			b.WriteByte('\n')
-			n = 0
-		} else if n > 0 {
-			b.WriteByte(' ')
-			n++
-		}
-		b.WriteString(w)
-		n += len(w)
-	}
-	return b.String()
 }
 
 func writeJSON(w io.Writer, v any) error {
