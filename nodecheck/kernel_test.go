@@ -5,6 +5,8 @@ package nodecheck
 import (
 	"strings"
 	"testing"
+
+	"github.com/efap2p/efap2p/p2p"
 )
 
 func TestParseRelease(t *testing.T) {
@@ -25,9 +27,9 @@ func TestParseRelease(t *testing.T) {
 		{"-1.2", 0, 0, false, true},
 	}
 	for _, tt := range tests {
-		r, err := parseRelease(tt.in)
-		if (err != nil) != tt.bad || err == nil && (r.major != tt.major || r.minor != tt.minor || r.latest != tt.latest) {
-			t.Errorf("parseRelease(%q) = %+v, %v", tt.in, r, err)
+		r, err := p2p.ParseRelease(tt.in)
+		if (err != nil) != tt.bad || err == nil && (r.Major != tt.major || r.Minor != tt.minor || r.IsLatest() != tt.latest) {
+			t.Errorf("p2p.ParseRelease(%q) = %+v, %v", tt.in, r, err)
 		}
 	}
 }
@@ -88,11 +90,11 @@ func FuzzParseRelease(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		r, err := parseRelease(s)
+		r, err := p2p.ParseRelease(s)
 		if err != nil {
 			return
 		}
-		if r.major < 0 || r.minor < 0 || !r.atLeast(r.major, r.minor) {
+		if r.Major < 0 || r.Minor < 0 || !r.AtLeast(r) || !r.IsLatest() && !atLeast(r, [2]int{r.Major, r.Minor}) {
 			t.Errorf("%q: %+v", s, r)
 		}
 		dmabufSupport(s, EFADriver{Kind: DriverOutOfTree, Version: s})

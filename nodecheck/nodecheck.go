@@ -203,7 +203,7 @@ func (c *checker) readKernel() {
 		h.Kernel, h.KernelSource = runningKernel(), "running"
 	}
 	h.DMABuf = dmabufSupport(h.Kernel, h.EFADriver)
-	if _, err := parseRelease(h.Kernel); err != nil {
+	if _, err := p2p.ParseRelease(h.Kernel); err != nil {
 		c.note("%v: the kernel's dma-buf support was not judged.", err)
 	}
 }

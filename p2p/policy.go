@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"strconv"
 	"strings"
+
+	"github.com/efap2p/efap2p/internal/modversion"
 )
 
 // Outcome is what happens to a NIC's DMA into the provider's memory once
@@ -154,7 +155,7 @@ func (t *Topology) nvidiaPolicy(v *Verdict, p, c *Function) {
 		name, ok := nvidiaCoherentGPUs[at.Device]
 		return name, ok
 	}
-	if ver, ok := t.driverVersion("nvidia"); ok && versionLess(ver, nvidiaFirstTopologyCheck) {
+	if ver, ok := t.driverVersion("nvidia"); ok && modversion.Less(ver, nvidiaFirstTopologyCheck) {
 		allow(fmt.Sprintf("nvidia %s checks no PCI topology on dma-buf attach (that check came in 580.65.06), so every peer is allowed.", fmtVersion(ver)))
 		return
 	}
@@ -237,7 +238,7 @@ func (t *Topology) driverVersion(module string) ([3]int, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if v, ok := t.versions[module]; ok {
-		return parseVersion(v)
+		return modversion.Parse(v)
 	}
 	v := ""
 	if di, ok := t.ext.(driverInfo); ok {
@@ -247,7 +248,7 @@ func (t *Topology) driverVersion(module string) ([3]int, bool) {
 		t.versions = map[string]string{}
 	}
 	t.versions[module] = v
-	return parseVersion(v)
+	return modversion.Parse(v)
 }
 
 // nvidiaOverride returns NVreg_GrdmaPciTopoCheckOverride, read once.
@@ -258,31 +259,6 @@ func (t *Topology) nvidiaOverride() int {
 		}
 	})
 	return t.override
-}
-
-func parseVersion(s string) ([3]int, bool) {
-	var v [3]int
-	parts := strings.Split(strings.TrimSpace(s), ".")
-	if len(parts) < 2 || len(parts) > 3 {
-		return v, false
-	}
-	for i, p := range parts {
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 0 {
-			return v, false
-		}
-		v[i] = n
-	}
-	return v, true
-}
-
-func versionLess(a, b [3]int) bool {
-	for i := range a {
-		if a[i] != b[i] {
-			return a[i] < b[i]
-		}
-	}
-	return false
 }
 
 func fmtVersion(v [3]int) string { return fmt.Sprintf("%d.%d.%02d", v[0], v[1], v[2]) }
