@@ -260,7 +260,7 @@ func (nt *ncclTopo) collect() error {
 		case at.IsAccelerator():
 			nt.otherAccels = append(nt.otherAccels, a)
 		case base == 0x02:
-			if ib := ibdevOf(nt.src, a); ib != "" {
+			if ib := nt.src.RDMAName(a); ib != "" {
 				nt.nics = append(nt.nics, &ncclEndpoint{f: f, at: at, ibdev: ib, block: slices.Contains(nt.opts.PeerBlocked, a)})
 			} else {
 				nt.plainNICs = append(nt.plainNICs, a)
@@ -720,15 +720,6 @@ func writeElem(b *strings.Builder, e *xmlElem, indent int) {
 // (IDs, numbers, RDMA device names) never need it.
 func attrEscape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "\"", "&quot;", "\n", " ").Replace(s)
-}
-
-// ibdevOf returns the RDMA device name of a NIC function, if it has one.
-func ibdevOf(src *p2p.Sysfs, a p2p.Addr) string {
-	ents, err := os.ReadDir(filepath.Join(src.Root(), "bus/pci/devices", a.String(), "infiniband"))
-	if err != nil || len(ents) == 0 {
-		return ""
-	}
-	return ents[0].Name()
 }
 
 func addrList(as []p2p.Addr) string {

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -543,6 +544,17 @@ func (s *Sysfs) RDMADevices() ([]RDMADev, error) {
 		}
 	}
 	return out, nil
+}
+
+// RDMAName returns the name of the RDMA device of PCI function a (the
+// first by name where it has several), or "" where it has none.
+func (s *Sysfs) RDMAName(a Addr) string {
+	s.readdirs.Add(1)
+	names, err := readDirNames(s.devPath(a, "infiniband"))
+	if err != nil || len(names) == 0 {
+		return ""
+	}
+	return slices.Min(names)
 }
 
 // ErrNotPCI is wrapped when an RDMA device has no PCI function (a software

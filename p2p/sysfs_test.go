@@ -261,6 +261,18 @@ func TestRDMADevice(t *testing.T) {
 	}
 }
 
+// TestRDMAName: the inverse of RDMADevice; a GPU has no RDMA device.
+func TestRDMAName(t *testing.T) {
+	_, dir := writeModel(t, "p5.48xlarge", sim.WriteOptions{})
+	_, src := openOracle(t, dir)
+	if got := src.RDMAName(p5NIC); got != "rdmap79s0" {
+		t.Errorf("RDMAName(%s) = %q, want rdmap79s0", p5NIC, got)
+	}
+	if got := src.RDMAName(p5GPU); got != "" {
+		t.Errorf("RDMAName(%s) = %q, want none", p5GPU, got)
+	}
+}
+
 // TestTwoOraclesOneSysfs: a second oracle over the same Sysfs (export
 // writes a file with one, reads it back with another) finds every function
 // again.

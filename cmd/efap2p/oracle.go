@@ -8,8 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -223,22 +221,13 @@ func describe(t *p2p.Topology, src *p2p.Sysfs, a p2p.Addr) string {
 	if at.Driver != "" {
 		extra = append(extra, at.Driver)
 	}
-	if ib := ibdevOf(src, a); ib != "" {
+	if ib := src.RDMAName(a); ib != "" {
 		extra = append(extra, ib)
 	}
 	if len(extra) > 0 {
 		s += " (" + strings.Join(extra, ", ") + ")"
 	}
 	return s
-}
-
-// ibdevOf returns the RDMA device name of a NIC function, if it has one.
-func ibdevOf(src *p2p.Sysfs, a p2p.Addr) string {
-	ents, err := os.ReadDir(filepath.Join(src.Root(), "bus/pci/devices", a.String(), "infiniband"))
-	if err != nil || len(ents) == 0 {
-		return ""
-	}
-	return ents[0].Name()
 }
 
 func className(class uint32) string {

@@ -180,7 +180,7 @@ func listDevices(o *p2p.Oracle, src *p2p.Sysfs) ([]topoDevice, error) {
 			if names := rdma[a]; len(names) > 0 {
 				d.IBDev = names[0]
 			} else {
-				d.IBDev = ibdevOf(src, a)
+				d.IBDev = src.RDMAName(a)
 			}
 		default:
 			continue
