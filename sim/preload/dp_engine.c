@@ -166,9 +166,12 @@ static int mr_range(const struct efasim_obj *mr, uint64_t iova, size_t len, uint
 	return 0;
 }
 
-int dp_mem_read(const struct efasim_obj *mr, uint64_t iova, void *dst, size_t len)
+/* Copies len bytes between the MR's [iova, iova+len) and local: into the
+ * MR when out. */
+static int mr_copy(bool out, const struct efasim_obj *mr, uint64_t iova, void *local, size_t len)
 {
 	uint64_t off;
+	uint8_t *mem;
 	int rc;
 
 	if (!len)
@@ -176,32 +179,26 @@ int dp_mem_read(const struct efasim_obj *mr, uint64_t iova, void *dst, size_t le
 	rc = mr_range(mr, iova, len, &off);
 	if (rc)
 		return rc;
-	if (mr->on_dmabuf) {
-		if (!mr->map)
-			return ST_INVALID_LKEY;
-		memcpy(dst, (uint8_t *)mr->map + mr->map_skew + off, len);
-		return 0;
-	}
-	return user_copy(false, mr->start + off, dst, len);
+	if (!mr->on_dmabuf)
+		return user_copy(out, mr->start + off, local, len);
+	if (!mr->map)
+		return ST_INVALID_LKEY;
+	mem = (uint8_t *)mr->map + mr->map_skew + off;
+	if (out)
+		memcpy(mem, local, len);
+	else
+		memcpy(local, mem, len);
+	return 0;
+}
+
+int dp_mem_read(const struct efasim_obj *mr, uint64_t iova, void *dst, size_t len)
+{
+	return mr_copy(false, mr, iova, dst, len);
 }
 
 int dp_mem_write(const struct efasim_obj *mr, uint64_t iova, const void *src, size_t len)
 {
-	uint64_t off;
-	int rc;
-
-	if (!len)
-		return 0;
-	rc = mr_range(mr, iova, len, &off);
-	if (rc)
-		return rc;
-	if (mr->on_dmabuf) {
-		if (!mr->map)
-			return ST_INVALID_LKEY;
-		memcpy((uint8_t *)mr->map + mr->map_skew + off, src, len);
-		return 0;
-	}
-	return user_copy(true, mr->start + off, (void *)src, len);
+	return mr_copy(true, mr, iova, (void *)src, len);
 }
 
 /* The MR an SGE named at fetch time, if it is still registered. */

@@ -841,18 +841,6 @@ int dp_cmd_destroy_ah(struct efasim_wcall *c)
 
 /* ------------------------------------------------------------ release */
 
-static void pd_put(struct efasim_uverbs *uv, uint32_t pd)
-{
-	if (pd < uv->nobjs && uv->objs[pd].type == EFASIM_OBJ_PD && uv->objs[pd].usecnt)
-		uv->objs[pd].usecnt--;
-}
-
-static void cq_put(struct efasim_uverbs *uv, struct dp_cq *cq)
-{
-	if (cq && cq->handle < uv->nobjs && uv->objs[cq->handle].usecnt)
-		uv->objs[cq->handle].usecnt--;
-}
-
 void dp_obj_release(struct efasim_uverbs *uv, struct efasim_obj *o)
 {
 	if (!o->dp)
@@ -869,9 +857,11 @@ void dp_obj_release(struct efasim_uverbs *uv, struct efasim_obj *o)
 		else
 			fab_qp_forget(qp->inbox);
 		qp_free_regions(uv, qp, own);
-		pd_put(uv, qp->pd);
-		cq_put(uv, qp->scq);
-		cq_put(uv, qp->rcq);
+		efasim_obj_put(uv, qp->pd);
+		if (qp->scq)
+			efasim_obj_put(uv, qp->scq->handle);
+		if (qp->rcq)
+			efasim_obj_put(uv, qp->rcq->handle);
 		free(qp);
 	} else if (o->type == EFASIM_OBJ_CQ) {
 		struct dp_cq *cq = o->dp;
@@ -885,7 +875,7 @@ void dp_obj_release(struct efasim_uverbs *uv, struct efasim_obj *o)
 			uv->ncq--;
 		free(cq);
 	} else if (o->type == EFASIM_OBJ_AH) {
-		pd_put(uv, o->pd);
+		efasim_obj_put(uv, o->pd);
 		if (uv->nah)
 			uv->nah--;
 		free(o->dp);

@@ -218,6 +218,8 @@ int efasim_obj_alloc(struct efasim_uverbs *uv, uint8_t type, uint32_t *handle);
 struct efasim_obj *efasim_obj_lookup(struct efasim_uverbs *uv, int64_t handle,
 				     uint8_t type, int *err);
 void efasim_obj_free(struct efasim_uverbs *uv, uint32_t handle);
+/* Drops the reference another object (an MR, a QP, an AH) holds on handle. */
+void efasim_obj_put(struct efasim_uverbs *uv, uint32_t handle);
 /* ib_check_mr_access, then the efa driver's supported access flags. */
 int efasim_mr_access(const struct efasim_dev *dev, uint32_t flags);
 /* Opens /dev/infiniband/uverbsN: returns an fd or a negative errno. */

@@ -99,8 +99,7 @@ static void obj_release(struct efasim_uverbs *uv, struct efasim_obj *o)
 	if (o->type == EFASIM_OBJ_MR) {
 		if (o->map)
 			munmap(o->map, o->map_len);
-		if (o->pd < uv->nobjs && uv->objs[o->pd].usecnt)
-			uv->objs[o->pd].usecnt--;
+		efasim_obj_put(uv, o->pd);
 		pinned_pages -= o->pinned;
 		if (o->dmabuf)
 			efasim_file_put_locked(o->dmabuf);
@@ -175,6 +174,12 @@ void efasim_obj_free(struct efasim_uverbs *uv, uint32_t handle)
 {
 	if (handle < uv->nobjs)
 		obj_release(uv, &uv->objs[handle]);
+}
+
+void efasim_obj_put(struct efasim_uverbs *uv, uint32_t handle)
+{
+	if (handle < uv->nobjs && uv->objs[handle].usecnt)
+		uv->objs[handle].usecnt--;
 }
 
 int efasim_mr_access(const struct efasim_dev *dev, uint32_t flags)
