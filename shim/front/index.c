@@ -179,6 +179,28 @@ static int check_peers(const struct efap2p_index *ix, const uint8_t *r, uint32_t
 	return 0;
 }
 
+size_t efap2p_index_head_len(const uint8_t *first, size_t len, uint64_t file_size)
+{
+	uint64_t head = file_size, table;
+	uint32_t n, i;
+
+	if (len < EFAP2P_INDEX_HEADER)
+		return 0;
+	n = le32(first + 28);
+	table = EFAP2P_INDEX_HEADER + (uint64_t)n * SECTION_SIZE;
+	if (!n || n > EFAP2P_SEC_KINDS || table > len)
+		return 0;
+	for (i = 0; i < n; i++) {
+		const uint8_t *t = first + EFAP2P_INDEX_HEADER + i * SECTION_SIZE;
+		uint32_t kind = le32(t), off = le32(t + 8);
+
+		if ((kind == EFAP2P_SEC_DMABUFS || kind == EFAP2P_SEC_PEERS ||
+		     kind == EFAP2P_SEC_STRINGS) && off < head)
+			head = off;
+	}
+	return head < table ? 0 : (size_t)head;
+}
+
 int efap2p_index_parse(struct efap2p_index *ix, const uint8_t *head, size_t len)
 {
 	uint32_t n;

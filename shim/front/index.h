@@ -3,7 +3,7 @@
  * The topology file's index (FILE.idx, written by `efap2p export` beside
  * FILE): what the front answers from without loading the Go core. The
  * layout is internal/answer/index.go's; the checks here and ReadIndex's
- * there are the same, and a Go fuzz test compares them (shim/front/fuzz).
+ * there are the same, and a Go fuzz test compares them (shim/front/indexfuzz).
  *
  * Parsing takes no I/O: the caller reads the file's head (header, section
  * table and records: everything before the strings) and, when a string is
@@ -73,6 +73,14 @@ struct efap2p_index_dmabuf {
 	uint32_t summary;	/* string offset */
 	const uint8_t *attr;	/* the attr record (efap2p_index_attr) */
 };
+
+/*
+ * The length of the head of an index of file_size bytes -- the header, the
+ * section table and the records up to the first section read on demand
+ * (dma-bufs, peers, strings) -- from its first len bytes (the header and
+ * the table at least); 0 when they are malformed.
+ */
+size_t efap2p_index_head_len(const uint8_t *first, size_t len, uint64_t file_size);
 
 /*
  * Parses head, the first len bytes of an index (at least its header and

@@ -221,7 +221,6 @@ static int read_index(const char *path, const struct stat *json, char *why, size
 	char reason[128];
 	struct stat st;
 	size_t head_len, first_len;
-	uint32_t n, i;
 	int fd, rc = open_regular(path, &fd, &st);
 
 	if (rc) {
@@ -241,23 +240,8 @@ static int read_index(const char *path, const struct stat *json, char *why, size
 	if ((rc = pread_full(fd, first, first_len, 0)))
 		goto out;
 	rc = EINVAL;
-	n = (uint32_t)first[28] | (uint32_t)first[29] << 8 | (uint32_t)first[30] << 16 |
-	    (uint32_t)first[31] << 24;
-	if (!n || n > EFAP2P_SEC_KINDS || EFAP2P_INDEX_HEADER + 16 * n > first_len)
-		goto out;
-	/* the head: the header, the table, and the sections before the first
-	 * one read on demand (dma-bufs, peers, strings) */
-	head_len = (size_t)st.st_size;
-	for (i = 0; i < n; i++) {
-		const uint8_t *t = first + EFAP2P_INDEX_HEADER + 16 * i;
-		uint32_t kind = (uint32_t)t[0] | (uint32_t)t[1] << 8, off;
-
-		off = (uint32_t)t[8] | (uint32_t)t[9] << 8 | (uint32_t)t[10] << 16 | (uint32_t)t[11] << 24;
-		if ((kind == EFAP2P_SEC_DMABUFS || kind == EFAP2P_SEC_PEERS || kind == EFAP2P_SEC_STRINGS) &&
-		    off < head_len)
-			head_len = off;
-	}
-	if (head_len < EFAP2P_INDEX_HEADER + 16 * n)
+	head_len = efap2p_index_head_len(first, first_len, (uint64_t)st.st_size);
+	if (!head_len)
 		goto out;
 	pc.head = malloc(head_len);
 	if (!pc.head) {

@@ -83,6 +83,17 @@ func ParseLazy(data []byte, head int) *Index {
 	return x
 }
 
+// HeadLen is how much of data the front reads first (efap2p_index_head_len
+// on the bytes it reads to decide: the header and the longest table); 0
+// when those are malformed.
+func HeadLen(data []byte) int {
+	first := min(len(data), C.EFAP2P_INDEX_HEADER+16*C.EFAP2P_SEC_KINDS)
+	if first == 0 {
+		return 0
+	}
+	return int(C.efap2p_index_head_len((*C.uint8_t)(unsafe.Pointer(&data[0])), C.size_t(first), C.uint64_t(len(data))))
+}
+
 // Attach attaches what ParseLazy left: false when it is refused.
 func (x *Index) Attach(head int) bool {
 	return C.attach_rest(&x.ix, (*C.uint8_t)(x.data), C.size_t(head)) == 0

@@ -72,6 +72,16 @@ func agree(t *testing.T, data []byte) {
 		return
 	}
 	defer cix.Free()
+	// read as the front reads a file, the head first, it is accepted too
+	head := HeadLen(data)
+	if head == 0 || head > len(data) {
+		t.Fatalf("head of %d bytes in an index of %d the parser accepts", head, len(data))
+	}
+	lazy := ParseLazy(data, head)
+	if lazy == nil || !lazy.Attach(head) {
+		t.Fatalf("the parser accepts the index whole, not its head of %d bytes and then the rest", head)
+	}
+	lazy.Free()
 	for _, n := range gix.NICs {
 		flags, summary, ok := cix.NIC(n.Key)
 		if !ok || flags != n.Flags || summary != n.Summary {
@@ -129,6 +139,9 @@ func TestLazyAttach(t *testing.T) {
 		t.Fatal(err)
 	}
 	head := dmabufOffset(t, data)
+	if got := HeadLen(data); got != head {
+		t.Fatalf("the front reads a head of %d bytes, want the %d before the dma-buf records", got, head)
+	}
 	x := ParseLazy(data, head)
 	if x == nil {
 		t.Fatal("the head alone is refused")
