@@ -154,34 +154,6 @@ static void reg(int runs, int n, const char *dev, const char *owner, int expect_
 typedef int (*query_peer_fn)(struct ibv_context *, const char *, struct efadv_p2p_attr *,
 			     uint32_t);
 
-/* A field of /proc/self/status ("VmRSS:", "Threads:"), -1 if absent. */
-static long status_field(const char *name)
-{
-	char line[256];
-	FILE *f = fopen("/proc/self/status", "re");
-	long v = -1;
-
-	while (f && fgets(line, sizeof(line), f))
-		if (!strncmp(line, name, strlen(name)))
-			v = atol(line + strlen(name));
-	if (f)
-		fclose(f);
-	return v;
-}
-
-static int core_mapped(void)
-{
-	char line[4096];
-	FILE *f = fopen("/proc/self/maps", "re");
-	int found = 0;
-
-	while (f && fgets(line, sizeof(line), f))
-		found |= strstr(line, "libefap2p-core") != NULL;
-	if (f)
-		fclose(f);
-	return found;
-}
-
 static void cold(int split)
 {
 	struct ibv_device **list;

@@ -89,6 +89,35 @@ static inline reg_dmabuf_mr_fn real_reg_dmabuf_mr(void)
 	return (reg_dmabuf_mr_fn)real_symbol("libibverbs.so.1", "ibv_reg_dmabuf_mr", "IBVERBS_1.12");
 }
 
+/* A field of /proc/self/status ("VmRSS:", "Threads:"), -1 if absent. */
+static inline long status_field(const char *name)
+{
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "re");
+	long v = -1;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, name, strlen(name)))
+			v = atol(line + strlen(name));
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/* Is the Go core (libefap2p-core.so) mapped into this process? */
+static inline int core_mapped(void)
+{
+	char line[4096];
+	FILE *f = fopen("/proc/self/maps", "re");
+	int found = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		found |= strstr(line, "libefap2p-core") != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
+
 /* Is libefap2p in front of efadv_query_device in this process? */
 static inline int shim_loaded(void)
 {

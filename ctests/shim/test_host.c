@@ -90,33 +90,6 @@ static void check_answers(const char *want, int got)
 		CHECK(got == 0, "%d of %d devices have P2P_DMA, want none", got, ndevs);
 }
 
-static int core_mapped(void)
-{
-	char line[4096];
-	FILE *f = fopen("/proc/self/maps", "re");
-	int found = 0;
-
-	while (f && fgets(line, sizeof(line), f))
-		found |= strstr(line, "libefap2p-core") != NULL;
-	if (f)
-		fclose(f);
-	return found;
-}
-
-static int threads(void)
-{
-	char line[256];
-	FILE *f = fopen("/proc/self/status", "re");
-	int n = -1;
-
-	while (f && fgets(line, sizeof(line), f))
-		if (!strncmp(line, "Threads:", 8))
-			n = atoi(line + 8);
-	if (f)
-		fclose(f);
-	return n;
-}
-
 static void mode_list(void)
 {
 	struct efadv_device_attr attr;
@@ -128,7 +101,7 @@ static void mode_list(void)
 		CHECK_ERR(query(ctxs[i], &attr, sizeof(attr)), 0);
 		printf("%s %d\n", ibv_get_device_name(devs[i]), !!(attr.device_caps & P2P_DMA_BIT));
 	}
-	printf("core %d threads %d\n", core_mapped(), threads());
+	printf("core %d threads %d\n", core_mapped(), (int)status_field("Threads:"));
 }
 
 static void mode_signalfd(const char *want)

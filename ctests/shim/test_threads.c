@@ -55,19 +55,6 @@ static int threads_now(void)
 	return n;
 }
 
-static int core_mapped(void)
-{
-	char line[512];
-	FILE *f = fopen("/proc/self/maps", "re");
-	int found = 0;
-
-	while (f && fgets(line, sizeof(line), f))
-		found |= strstr(line, "libefap2p-core") != NULL;
-	if (f)
-		fclose(f);
-	return found;
-}
-
 static int idle(void)
 {
 	struct ibv_device_attr attr;
