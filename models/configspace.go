@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 
-package sim
+package models
 
 import "encoding/binary"
 

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 
-package sim
+package models
 
 import (
+	"encoding/hex"
 	"fmt"
 	"strings"
 )
@@ -126,6 +127,49 @@ func (m *Machine) EFAAttrs(f *Function) EFA {
 		out.GID = fmt.Sprintf("fe80:0000:0000:0000:0000:%04x:%02x%02x:0001", f.Addr.Domain&0xffff, f.Addr.Bus, f.Addr.DevFn())
 	}
 	return out
+}
+
+// HostGID returns gid ("fe80:0000:...:0001", eight groups of four hex
+// digits) as it reads on host number host of a fabric: its fifth group
+// (bytes 8-9) is the host number. Host 0 (no fabric) leaves it unchanged.
+func HostGID(gid string, host uint16) (string, error) {
+	groups := strings.Split(gid, ":")
+	if len(groups) != 8 {
+		return "", fmt.Errorf("GID %q: want eight groups of four hex digits", gid)
+	}
+	for _, g := range groups {
+		if _, err := hex.DecodeString(g); err != nil || len(g) != 4 {
+			return "", fmt.Errorf("GID %q: want eight groups of four hex digits", gid)
+		}
+	}
+	if host == 0 {
+		return gid, nil
+	}
+	groups[4] = fmt.Sprintf("%04x", host)
+	return strings.Join(groups, ":"), nil
+}
+
+// HostGUID returns a node GUID ("0000:0000:4f00:0001" form) as it reads on
+// host number host: its first group is the host number.
+func HostGUID(guid string, host uint16) string {
+	groups := strings.Split(guid, ":")
+	if host == 0 || len(groups) != 4 {
+		return guid
+	}
+	groups[0] = fmt.Sprintf("%04x", host)
+	return strings.Join(groups, ":")
+}
+
+// efaAttrsOn returns the NIC's attributes on host number host.
+func (m *Machine) efaAttrsOn(f *Function, host uint16) (EFA, error) {
+	at := m.EFAAttrs(f)
+	gid, err := HostGID(at.GID, host)
+	if err != nil {
+		return at, fmt.Errorf("%s: %w", f.Addr, err)
+	}
+	at.GID = gid
+	at.NodeGUID = HostGUID(at.NodeGUID, host)
+	return at, nil
 }
 
 // KernelCaps returns DeviceCaps as the kernel's bit mask.

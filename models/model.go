@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: MIT
 
-// Package sim is the EFA host emulator's Go half: machine models (real
-// instance layouts and edge cases, each with verdicts worked out by hand
-// from the kernel's rules), and a writer that turns a model into a sysfs
-// tree that both package p2p and the unmodified rdma-core userspace read.
+// Package models holds the machine models: real instance layouts and
+// edge cases of the kernel's rules, each with its DMI identity, its loaded
+// kernel modules and the verdicts expected for chosen pairs, worked out by
+// hand from the kernel's rules. A model is a p2p.Source, and a writer turns
+// it into a sysfs tree that both package p2p and the unmodified rdma-core
+// userspace read. The oracle's tests, the node check (efap2p check compares
+// a node with its instance type's model), the NCCL export and the emulator
+// (package sim) all read them here.
 //
-// The model format is documented in sim/machines/README.md.
-package sim
+// The model format is documented in models/machines/README.md.
+package models
 
 import (
 	"bytes"
@@ -46,7 +50,7 @@ type Machine struct {
 	// ACPI, when present, is written as the binary HMAT and SRAT under
 	// firmware/acpi/tables/.
 	ACPI *ACPI `json:"acpi,omitempty"`
-	// Host holds the DMI identity and the loaded modules (sim/host.go).
+	// Host holds the DMI identity and the loaded modules (host.go).
 	Host
 
 	fns map[p2p.Addr]*Function // filled by index

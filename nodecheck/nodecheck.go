@@ -23,8 +23,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/p2p"
-	"github.com/efap2p/efap2p/sim"
 )
 
 // Options configure Run.
@@ -44,7 +44,7 @@ type Options struct {
 	Kernel string
 	// Expect forces the comparison with a machine model; nil compares
 	// with the built-in model of the EC2 instance type DMI names, if any.
-	Expect *sim.Machine
+	Expect *models.Machine
 }
 
 // ErrNoOracle is returned when Options.Oracle is nil.

@@ -16,8 +16,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/efap2p/efap2p/internal/pciclass"
+	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/p2p"
-	"github.com/efap2p/efap2p/sim"
 )
 
 // checkKernel pins the kernel release judged, so that the answers do not
@@ -30,27 +30,27 @@ const checkKernel = "--kernel=6.8.0-1015-aws"
 func checkTrees(t *testing.T) map[string]string {
 	t.Helper()
 	trees := map[string]string{}
-	put := func(name string, m *sim.Machine, opt sim.WriteOptions) {
+	put := func(name string, m *models.Machine, opt models.WriteOptions) {
 		dir := t.TempDir()
 		if err := m.Write(dir, opt); err != nil {
 			t.Fatal(err)
 		}
 		trees[name] = dir
 	}
-	p5 := func() *sim.Machine {
-		m, err := sim.Builtin("p5.48xlarge")
+	p5 := func() *models.Machine {
+		m, err := models.Builtin("p5.48xlarge")
 		if err != nil {
 			t.Fatal(err)
 		}
 		return m
 	}
-	put("healthy", p5(), sim.WriteOptions{})
-	put("unprivileged", p5(), sim.WriteOptions{ConfigBytes: 64})
+	put("healthy", p5(), models.WriteOptions{})
+	put("unprivileged", p5(), models.WriteOptions{ConfigBytes: 64})
 	m, err := p5().Without(p2p.MustParseAddr("0000:a6:00.0"), p2p.MustParseAddr("0000:a7:00.0"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	put("nic-removed", m, sim.WriteOptions{})
+	put("nic-removed", m, models.WriteOptions{})
 	var gpus []p2p.Addr
 	for _, f := range p5().Functions() {
 		if pciclass.IsAccelerator(uint32(f.Class)) {
@@ -60,12 +60,12 @@ func checkTrees(t *testing.T) map[string]string {
 	if m, err = p5().Without(gpus...); err != nil {
 		t.Fatal(err)
 	}
-	put("no-accelerator", m, sim.WriteOptions{})
+	put("no-accelerator", m, models.WriteOptions{})
 	m = p5()
 	empty := ""
 	m.Module("efa").P2P = &empty
-	m.Modules = slices.DeleteFunc(m.Modules, func(mod sim.Module) bool { return mod.Name == "efa_nv_peermem" })
-	put("peer-memory-missing", m, sim.WriteOptions{})
+	m.Modules = slices.DeleteFunc(m.Modules, func(mod models.Module) bool { return mod.Name == "efa_nv_peermem" })
+	put("peer-memory-missing", m, models.WriteOptions{})
 	return trees
 }
 

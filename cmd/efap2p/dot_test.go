@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/efap2p/efap2p/sim"
+	"github.com/efap2p/efap2p/models"
 )
 
 // dotEdge is an edge of a parsed digraph with its attributes.
@@ -199,10 +199,10 @@ func topoDOT(t *testing.T, name string) (string, *parsedDOT) {
 // renders to SVG without errors.
 func TestTopoDOTModels(t *testing.T) {
 	dotBin, _ := exec.LookPath("dot")
-	for _, name := range sim.BuiltinNames() {
+	for _, name := range models.BuiltinNames() {
 		t.Run(name, func(t *testing.T) {
 			out, p := topoDOT(t, name)
-			m, _ := sim.Builtin(name)
+			m, _ := models.Builtin(name)
 			for _, f := range m.Functions() {
 				base := uint32(f.Class) >> 16
 				if base != 0x02 && base != 0x03 && base != 0x12 {

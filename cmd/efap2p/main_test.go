@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/efap2p/efap2p/sim"
+	"github.com/efap2p/efap2p/models"
 )
 
 // runTool runs the tool in-process and returns its exit status and output.
@@ -20,12 +20,12 @@ func runTool(args ...string) (int, string, string) {
 
 func writeTree(t testing.TB, name string) string {
 	t.Helper()
-	m, err := sim.Builtin(name)
+	m, err := models.Builtin(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if err := m.Write(dir, sim.WriteOptions{}); err != nil {
+	if err := m.Write(dir, models.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return dir

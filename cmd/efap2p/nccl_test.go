@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/nccltopo"
 	"github.com/efap2p/efap2p/p2p"
-	"github.com/efap2p/efap2p/sim"
 )
 
 // TestExportNCCL: export --format nccl prints what package nccltopo
@@ -49,9 +49,9 @@ func TestExportNCCL(t *testing.T) {
 		t.Errorf("blocking a GPU: exit %d, %q; want 2, %q", code, errs, wantErr)
 	}
 
-	m, _ := sim.Builtin("p5.48xlarge")
+	m, _ := models.Builtin("p5.48xlarge")
 	hidden := t.TempDir()
-	if err := m.Write(hidden, sim.WriteOptions{ConfigBytes: 64}); err != nil {
+	if err := m.Write(hidden, models.WriteOptions{ConfigBytes: 64}); err != nil {
 		t.Fatal(err)
 	}
 	code, _, errs = runTool("export", "--sysfs", hidden, "--format", "nccl")

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/p2p"
 	"github.com/efap2p/efap2p/sim"
 
@@ -37,7 +38,7 @@ const simUsage = `Usage:
       write the model's sysfs tree (and the emulator's efasim.conf) under DIR
 
 Running a command:
-  The model (default ` + sim.DefaultMachine + `) is written as a sysfs tree to a new
+  The model (default ` + models.DefaultMachine + `) is written as a sysfs tree to a new
   temporary directory; COMMAND runs with SYSFS_PATH naming that tree and
   libefasim.so appended to LD_PRELOAD. Inside, the unmodified rdma-core
   userspace (libibverbs, libefa, ibv_devices, ibv_devinfo, pyverbs) sees the
@@ -116,16 +117,16 @@ type modelFlags struct {
 }
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&m.machine, "machine", "", "built-in machine model `NAME` (default "+sim.DefaultMachine+"; see 'efap2p sim list')")
+	fs.StringVar(&m.machine, "machine", "", "built-in machine model `NAME` (default "+models.DefaultMachine+"; see 'efap2p sim list')")
 	fs.StringVar(&m.model, "model", "", "machine model `FILE` (JSON, see sim/machines/README.md)")
 }
 
-func (m *modelFlags) load() (*sim.Machine, error) {
+func (m *modelFlags) load() (*models.Machine, error) {
 	switch {
 	case m.machine != "" && m.model != "":
 		return nil, usagef("--machine and --model exclude each other")
 	case m.model != "":
-		mm, err := sim.LoadFile(m.model)
+		mm, err := models.LoadFile(m.model)
 		if err != nil {
 			return nil, inputError{err}
 		}
@@ -133,9 +134,9 @@ func (m *modelFlags) load() (*sim.Machine, error) {
 	}
 	name := m.machine
 	if name == "" {
-		name = sim.DefaultMachine
+		name = models.DefaultMachine
 	}
-	mm, err := sim.Builtin(name)
+	mm, err := models.Builtin(name)
 	if err != nil {
 		return nil, inputError{err}
 	}
@@ -150,8 +151,8 @@ func simList(args []string, stdout io.Writer) error {
 	if fs.NArg() > 0 {
 		return usagef("list takes no arguments")
 	}
-	for _, n := range sim.BuiltinNames() {
-		m, err := sim.Builtin(n)
+	for _, n := range models.BuiltinNames() {
+		m, err := models.Builtin(n)
 		if err != nil {
 			return err
 		}
@@ -193,7 +194,7 @@ func simWrite(args []string, stdout, stderr io.Writer) error {
 	if err := prepareTreeDir(dir, *force); err != nil {
 		return err
 	}
-	opt := sim.WriteOptions{}
+	opt := models.WriteOptions{}
 	if *unpriv {
 		opt.ConfigBytes = 64
 	}
@@ -217,10 +218,10 @@ func prepareTreeDir(dir string, force bool) error {
 	case len(ents) == 0:
 		return nil
 	}
-	tree := regularFile(filepath.Join(dir, sim.EmulatorConfigName)) == nil
+	tree := regularFile(filepath.Join(dir, models.EmulatorConfigName)) == nil
 	switch {
 	case !tree:
-		return inputError{fmt.Errorf("sim write: %s is not empty and holds no emulated tree (no %s): choose a new or empty directory", dir, sim.EmulatorConfigName)}
+		return inputError{fmt.Errorf("sim write: %s is not empty and holds no emulated tree (no %s): choose a new or empty directory", dir, models.EmulatorConfigName)}
 	case !force:
 		return inputError{fmt.Errorf("sim write: %s already holds an emulated tree: --force replaces it", dir)}
 	}
@@ -297,7 +298,7 @@ func simRun(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "efap2p: removing %s: %v\n", dir, err)
 		}
 	}()
-	opt := sim.WriteOptions{}
+	opt := models.WriteOptions{}
 	if *fabric != "" {
 		host, err := sim.JoinFabric(*fabric)
 		if err != nil {

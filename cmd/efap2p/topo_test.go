@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/efap2p/efap2p/sim"
+	"github.com/efap2p/efap2p/models"
 )
 
 // topoSection returns the lines of a section of topo's output ("NIC
@@ -187,12 +187,12 @@ func writeModel(t *testing.T, model string) string {
 	if err := os.WriteFile(p, []byte(model), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	m, err := sim.LoadFile(p)
+	m, err := models.LoadFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if err := m.Write(dir, sim.WriteOptions{}); err != nil {
+	if err := m.Write(dir, models.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return dir

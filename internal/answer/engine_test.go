@@ -12,25 +12,25 @@ import (
 	"testing"
 
 	"github.com/efap2p/efap2p/abi"
+	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/p2p"
-	"github.com/efap2p/efap2p/sim"
 )
 
 // tree writes a model's sysfs tree: a built-in name, or a file.
 func tree(t testing.TB, model string) string {
 	t.Helper()
-	var m *sim.Machine
+	var m *models.Machine
 	var err error
 	if strings.HasSuffix(model, ".json") {
-		m, err = sim.LoadFile(model)
+		m, err = models.LoadFile(model)
 	} else {
-		m, err = sim.Builtin(model)
+		m, err = models.Builtin(model)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "sys")
-	if err := m.Write(dir, sim.WriteOptions{}); err != nil {
+	if err := m.Write(dir, models.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -52,12 +52,12 @@ func newEngine(root, topology, kernel string, warnf func(string, ...any)) *Engin
 // modelKernel is the release a model declares for its emulated host.
 func modelKernel(t testing.TB, model string) string {
 	t.Helper()
-	var m *sim.Machine
+	var m *models.Machine
 	var err error
 	if strings.HasSuffix(model, ".json") {
-		m, err = sim.LoadFile(model)
+		m, err = models.LoadFile(model)
 	} else {
-		m, err = sim.Builtin(model)
+		m, err = models.Builtin(model)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -218,7 +218,7 @@ func TestTopologyFile(t *testing.T) {
 // written.
 func BenchmarkColdP5AllNICs(b *testing.B) {
 	dir := tree(b, "p5.48xlarge")
-	m, _ := sim.Builtin("p5.48xlarge")
+	m, _ := models.Builtin("p5.48xlarge")
 	var names []string
 	for _, n := range m.EFANICs() {
 		names = append(names, fmt.Sprintf("rdmap%ds0", n.Addr.Bus))
