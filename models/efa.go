@@ -160,8 +160,9 @@ func HostGUID(guid string, host uint16) string {
 	return strings.Join(groups, ":")
 }
 
-// efaAttrsOn returns the NIC's attributes on host number host.
-func (m *Machine) efaAttrsOn(f *Function, host uint16) (EFA, error) {
+// EFAAttrsOn returns the NIC's attributes on host number host of a fabric
+// (EFAAttrs, with HostGID and HostGUID applied).
+func (m *Machine) EFAAttrsOn(f *Function, host uint16) (EFA, error) {
 	at := m.EFAAttrs(f)
 	gid, err := HostGID(at.GID, host)
 	if err != nil {

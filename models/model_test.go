@@ -246,7 +246,8 @@ var lineRE = regexp.MustCompile(`^malformed machine model: fuzz\.json:[0-9]+: `)
 
 // FuzzParse: no input makes Parse panic; every error wraps ErrModel and
 // names the file and a line; a model that parses builds its config spaces
-// and emulator configuration, and survives a marshal round trip.
+// and its EFA attributes (sim's FuzzEmulatorConfig, its emulator
+// configuration), and survives a marshal round trip.
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(tinyModel))
 	for _, name := range BuiltinNames() {
@@ -268,7 +269,11 @@ func FuzzParse(f *testing.F) {
 		for _, fn := range m.Functions() {
 			m.ConfigSpace(fn)
 		}
-		_, _ = m.EmulatorConfig()
+		for _, nic := range m.EFANICs() {
+			if at, err := m.EFAAttrsOn(nic, 1); err == nil {
+				_, _ = at.KernelCaps()
+			}
+		}
 		_ = m.Pairs()
 		roundTrip(t, m)
 	})

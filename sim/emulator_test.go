@@ -44,7 +44,7 @@ func TestEmulatorDecidesEveryPair(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			conf, err := m.EmulatorConfig()
+			conf, err := EmulatorConfig(m)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,7 +93,7 @@ func TestEmulatorUnlistedPairs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			conf, err := m.EmulatorConfig()
+			conf, err := EmulatorConfig(m)
 			if err != nil {
 				t.Fatal(err)
 			}

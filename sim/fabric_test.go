@@ -22,7 +22,7 @@ func TestWriteFabricHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if err := m.Write(dir, models.WriteOptions{Fabric: "/shared/fabric", Host: 7}); err != nil {
+	if err := WriteTree(m, dir, TreeOptions{Fabric: "/shared/fabric", WriteOptions: models.WriteOptions{Host: 7}}); err != nil {
 		t.Fatal(err)
 	}
 	gid, err := os.ReadFile(filepath.Join(dir, "class/infiniband/rdmap79s0/ports/1/gids/0"))
@@ -33,7 +33,7 @@ func TestWriteFabricHost(t *testing.T) {
 	if want := "fe80:0000:0000:0000:0007:0000:4f00:0001\n"; string(gid) != want {
 		t.Errorf("sysfs GID %q, want %q", gid, want)
 	}
-	conf, err := os.ReadFile(filepath.Join(dir, models.EmulatorConfigName))
+	conf, err := os.ReadFile(filepath.Join(dir, EmulatorConfigName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,10 +45,10 @@ func TestWriteFabricHost(t *testing.T) {
 	}
 	// alone (no fabric): the model's addresses, no fabric line
 	dir = t.TempDir()
-	if err := m.Write(dir, models.WriteOptions{}); err != nil {
+	if err := WriteTree(m, dir, TreeOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	conf, _ = os.ReadFile(filepath.Join(dir, models.EmulatorConfigName))
+	conf, _ = os.ReadFile(filepath.Join(dir, EmulatorConfigName))
 	if strings.Contains(string(conf), "\nfabric ") || !strings.Contains(string(conf), " gid=fe80:0000:0000:0000:0000:0000:4f00:0001 ") {
 		t.Errorf("a lone host's efasim.conf:\n%s", conf)
 	}

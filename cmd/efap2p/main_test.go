@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/efap2p/efap2p/models"
+	"github.com/efap2p/efap2p/sim"
 )
 
 // runTool runs the tool in-process and returns its exit status and output.
@@ -25,7 +26,7 @@ func writeTree(t testing.TB, name string) string {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if err := m.Write(dir, models.WriteOptions{}); err != nil {
+	if err := sim.WriteTree(m, dir, sim.TreeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return dir

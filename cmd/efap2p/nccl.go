@@ -13,9 +13,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/nccltopo"
 	"github.com/efap2p/efap2p/p2p"
+	"github.com/efap2p/efap2p/sim"
 )
 
 // exportNCCL returns the NCCL topology XML of the machine o reads: blocked
@@ -35,7 +35,7 @@ func exportNCCL(o *p2p.Oracle, src *p2p.Sysfs, blocked []p2p.Addr, force bool) (
 // machineName names the machine of an emulated tree from the emulator's
 // configuration that efap2p sim write puts at its root ("# machine NAME;").
 func machineName(src *p2p.Sysfs) (string, bool) {
-	f, err := os.Open(filepath.Join(src.Root(), models.EmulatorConfigName))
+	f, err := os.Open(filepath.Join(src.Root(), sim.EmulatorConfigName))
 	if err != nil {
 		return "", false
 	}

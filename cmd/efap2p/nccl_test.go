@@ -9,6 +9,7 @@ import (
 	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/nccltopo"
 	"github.com/efap2p/efap2p/p2p"
+	"github.com/efap2p/efap2p/sim"
 )
 
 // TestExportNCCL: export --format nccl prints what package nccltopo
@@ -51,7 +52,7 @@ func TestExportNCCL(t *testing.T) {
 
 	m, _ := models.Builtin("p5.48xlarge")
 	hidden := t.TempDir()
-	if err := m.Write(hidden, models.WriteOptions{ConfigBytes: 64}); err != nil {
+	if err := sim.WriteTree(m, hidden, sim.TreeOptions{WriteOptions: models.WriteOptions{ConfigBytes: 64}}); err != nil {
 		t.Fatal(err)
 	}
 	code, _, errs = runTool("export", "--sysfs", hidden, "--format", "nccl")

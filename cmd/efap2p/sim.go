@@ -194,11 +194,11 @@ func simWrite(args []string, stdout, stderr io.Writer) error {
 	if err := prepareTreeDir(dir, *force); err != nil {
 		return err
 	}
-	opt := models.WriteOptions{}
+	opt := sim.TreeOptions{}
 	if *unpriv {
 		opt.ConfigBytes = 64
 	}
-	if err := m.Write(dir, opt); err != nil {
+	if err := sim.WriteTree(m, dir, opt); err != nil {
 		return fmt.Errorf("writing %s: %w", dir, err)
 	}
 	fmt.Fprintf(stdout, "wrote machine %s (%d functions, %d EFA NICs) to %s\n", m.Name, len(m.Functions()), len(m.EFANICs()), dir)
@@ -218,10 +218,10 @@ func prepareTreeDir(dir string, force bool) error {
 	case len(ents) == 0:
 		return nil
 	}
-	tree := regularFile(filepath.Join(dir, models.EmulatorConfigName)) == nil
+	tree := regularFile(filepath.Join(dir, sim.EmulatorConfigName)) == nil
 	switch {
 	case !tree:
-		return inputError{fmt.Errorf("sim write: %s is not empty and holds no emulated tree (no %s): choose a new or empty directory", dir, models.EmulatorConfigName)}
+		return inputError{fmt.Errorf("sim write: %s is not empty and holds no emulated tree (no %s): choose a new or empty directory", dir, sim.EmulatorConfigName)}
 	case !force:
 		return inputError{fmt.Errorf("sim write: %s already holds an emulated tree: --force replaces it", dir)}
 	}
@@ -298,7 +298,7 @@ func simRun(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "efap2p: removing %s: %v\n", dir, err)
 		}
 	}()
-	opt := models.WriteOptions{}
+	opt := sim.TreeOptions{}
 	if *fabric != "" {
 		host, err := sim.JoinFabric(*fabric)
 		if err != nil {
@@ -311,7 +311,7 @@ func simRun(args []string, stdout, stderr io.Writer) error {
 		}()
 		opt.Fabric, opt.Host = host.Dir, host.ID
 	}
-	if err := m.Write(dir, opt); err != nil {
+	if err := sim.WriteTree(m, dir, opt); err != nil {
 		return fmt.Errorf("sim: writing machine %s: %w", m.Name, err)
 	}
 	code, err := runChild(command, sim.EmulatorEnv(os.Environ(), dir, lib, []string{p2p.KernelEnv}, p2p.KernelEnv+"="+m.KernelRelease().String()), stdout, stderr)

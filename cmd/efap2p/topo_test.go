@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/efap2p/efap2p/models"
+	"github.com/efap2p/efap2p/sim"
 )
 
 // topoSection returns the lines of a section of topo's output ("NIC
@@ -192,7 +193,7 @@ func writeModel(t *testing.T, model string) string {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if err := m.Write(dir, models.WriteOptions{}); err != nil {
+	if err := sim.WriteTree(m, dir, sim.TreeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return dir

@@ -117,7 +117,7 @@ func runIn(name, lib string, examples bool) (int, error) {
 		return 0, err
 	}
 	defer os.RemoveAll(dir)
-	if err := mm.Write(dir, models.WriteOptions{}); err != nil {
+	if err := sim.WriteTree(mm, dir, sim.TreeOptions{}); err != nil {
 		return 0, fmt.Errorf("writing the model's tree: %w", err)
 	}
 	args := os.Args[1:]
