@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
 
-// Package answer works out what libefap2p's C front asks: the P2P_DMA bit
-// of a NIC, the registration decision for a (NIC, dma-buf exporter) pair,
-// the pairwise attr of a (NIC, peer) pair. The library's Go core answers
-// through an Engine at run time; `efap2p export` writes the same answers,
-// for every NIC of the machine, into the topology file's index (index.go),
-// which the C front reads without Go. One code path for both keeps the two
-// in agreement.
+// Package answer is the precomputed-answer engine: it works out what
+// libefap2p's C front asks (the P2P_DMA bit of a NIC, the registration
+// decision for a (NIC, dma-buf exporter) pair, the pairwise attr of a
+// (NIC, peer) pair) and writes the topology file with its index. The
+// library's Go core answers through an Engine at run time; `efap2p export`
+// writes the same answers, for every NIC of the machine, into the topology
+// file's index (index.go), which the C front reads without Go. One code
+// path for both keeps the two in agreement.
 package answer
 
 import (

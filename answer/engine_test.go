@@ -36,7 +36,7 @@ func tree(t testing.TB, model string) string {
 	return dir
 }
 
-const refusedModel = "../../ctests/emulator/refused.json"
+const refusedModel = "../ctests/emulator/refused.json"
 
 func newEngine(root, topology, kernel string, warnf func(string, ...any)) *Engine {
 	var rel p2p.Release

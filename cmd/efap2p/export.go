@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/efap2p/efap2p/internal/answer"
+	"github.com/efap2p/efap2p/answer"
 	"github.com/efap2p/efap2p/p2p"
 )
 

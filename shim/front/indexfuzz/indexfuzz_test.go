@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/efap2p/efap2p/internal/answer"
+	"github.com/efap2p/efap2p/answer"
 	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/p2p"
 )
