@@ -47,3 +47,13 @@ func LoadFile(name string) (*Machine, error) {
 	}
 	return Parse(data, name)
 }
+
+// Title is the short title the model's description starts with, before
+// its first ": " (the whole description when it has none early on):
+// what efap2p sim list shows.
+func (m *Machine) Title() string {
+	if i := strings.Index(m.Description, ": "); i > 0 && i < 60 {
+		return m.Description[:i]
+	}
+	return m.Description
+}

@@ -156,11 +156,7 @@ func simList(args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		desc := m.Description
-		if i := strings.Index(desc, ": "); i > 0 && i < 60 {
-			desc = desc[:i]
-		}
-		fmt.Fprintf(stdout, "%-28s %3d functions %3d EFA  %s\n", n, len(m.Functions()), len(m.EFANICs()), desc)
+		fmt.Fprintf(stdout, "%-28s %3d functions %3d EFA  %s\n", n, len(m.Functions()), len(m.EFANICs()), m.Title())
 	}
 	return nil
 }
