@@ -3,8 +3,11 @@
 package sim
 
 import (
+	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,6 +43,62 @@ func WriteTree(m *models.Machine, dir string, opt TreeOptions) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, EmulatorConfigName), []byte(conf), 0o444)
+}
+
+// TreeMachine names the machine an emulated host's tree at root was
+// written from, as the emulator's configuration says at its top
+// ("# machine NAME;"); false when root holds no such tree.
+func TreeMachine(root string) (string, bool) {
+	f, err := os.Open(filepath.Join(root, EmulatorConfigName))
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for i := 0; i < 4 && sc.Scan(); i++ {
+		if rest, ok := strings.CutPrefix(sc.Text(), "# machine "); ok {
+			name, _, _ := strings.Cut(rest, ";")
+			return strings.TrimSpace(name), name != ""
+		}
+	}
+	return "", false
+}
+
+// TreeDirError is PrepareTreeDir's error about the directory itself (it
+// cannot be read, holds something else, or holds a tree and force is not
+// set): bad input, where the other errors are failures.
+type TreeDirError struct{ err error }
+
+func (e *TreeDirError) Error() string { return e.err.Error() }
+func (e *TreeDirError) Unwrap() error { return e.err }
+
+// PrepareTreeDir checks that a tree may be written into dir (efap2p sim
+// write): a new or empty directory; with force, an earlier tree
+// (EmulatorConfigName at its top), which is removed first so that nothing
+// of the old machine is left.
+func PrepareTreeDir(dir string, force bool) error {
+	ents, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return &TreeDirError{fmt.Errorf("sim write: %w", err)}
+	case len(ents) == 0:
+		return nil
+	}
+	tree := regularFile(filepath.Join(dir, EmulatorConfigName)) == nil
+	switch {
+	case !tree:
+		return &TreeDirError{fmt.Errorf("sim write: %s is not empty and holds no emulated tree (no %s): choose a new or empty directory", dir, EmulatorConfigName)}
+	case !force:
+		return &TreeDirError{fmt.Errorf("sim write: %s already holds an emulated tree: --force replaces it", dir)}
+	}
+	for _, e := range ents {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("sim write: removing the old tree: %w", err)
+		}
+	}
+	return nil
 }
 
 // EmulatorConfig returns the preload emulator's configuration for the

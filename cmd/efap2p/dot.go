@@ -25,6 +25,7 @@ import (
 
 	"github.com/efap2p/efap2p/internal/pcicfg"
 	"github.com/efap2p/efap2p/p2p"
+	"github.com/efap2p/efap2p/sim"
 )
 
 // Fill colours of the outcomes.
@@ -64,7 +65,7 @@ func writeDOT(w io.Writer, o *p2p.Oracle, src *p2p.Sysfs, m *topoMatrix) error {
 	}
 	var b strings.Builder
 	title := "PCI paths of accelerators and NICs"
-	if name, ok := machineName(src); ok {
+	if name, ok := sim.TreeMachine(src.Root()); ok {
 		title = name + ": " + title
 	} else if host, err := os.Hostname(); err == nil {
 		title = host + ": " + title

@@ -7,21 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"os/exec"
-	"os/signal"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/efap2p/efap2p/models"
-	"github.com/efap2p/efap2p/p2p"
 	"github.com/efap2p/efap2p/sim"
-
-	"golang.org/x/sys/unix"
 )
 
 func init() {
@@ -187,7 +178,11 @@ func simWrite(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	dir := fs.Arg(0)
-	if err := prepareTreeDir(dir, *force); err != nil {
+	if err := sim.PrepareTreeDir(dir, *force); err != nil {
+		var te *sim.TreeDirError
+		if errors.As(err, &te) {
+			return inputError{err}
+		}
 		return err
 	}
 	opt := sim.TreeOptions{}
@@ -200,37 +195,6 @@ func simWrite(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "wrote machine %s (%d functions, %d EFA NICs) to %s\n", m.Name, len(m.Functions()), len(m.EFANICs()), dir)
 	return nil
 }
-
-// prepareTreeDir checks that sim write may write into dir: a new or empty
-// directory; with force, an earlier tree (efasim.conf at its top), which
-// is removed first so that nothing of the old machine is left.
-func prepareTreeDir(dir string, force bool) error {
-	ents, err := os.ReadDir(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil
-	case err != nil:
-		return inputError{fmt.Errorf("sim write: %w", err)}
-	case len(ents) == 0:
-		return nil
-	}
-	tree := regularFile(filepath.Join(dir, sim.EmulatorConfigName)) == nil
-	switch {
-	case !tree:
-		return inputError{fmt.Errorf("sim write: %s is not empty and holds no emulated tree (no %s): choose a new or empty directory", dir, sim.EmulatorConfigName)}
-	case !force:
-		return inputError{fmt.Errorf("sim write: %s already holds an emulated tree: --force replaces it", dir)}
-	}
-	for _, e := range ents {
-		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
-			return fmt.Errorf("sim write: removing the old tree: %w", err)
-		}
-	}
-	return nil
-}
-
-// libraryName is the file name of the emulator's preload library.
-const libraryName = "libefasim.so"
 
 // executable returns the running binary's path; tests replace it.
 var executable = os.Executable
@@ -273,7 +237,7 @@ func simRun(args []string, stdout, stderr io.Writer) error {
 	if len(command) == 0 {
 		return usagef("no command after --")
 	}
-	lib, err := findLibrary()
+	lib, err := sim.FindLibrary(executable, libDir)
 	if err != nil {
 		return inputError{err}
 	}
@@ -281,36 +245,9 @@ func simRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp(treeBase(), "efap2p-sim-")
-	if err != nil {
-		return fmt.Errorf("sim: %w", err)
-	}
-	defer func() {
-		if *keep {
-			fmt.Fprintf(stderr, "efap2p: kept the emulated host's tree in %s\n", dir)
-			return
-		}
-		if err := os.RemoveAll(dir); err != nil {
-			fmt.Fprintf(stderr, "efap2p: removing %s: %v\n", dir, err)
-		}
-	}()
-	opt := sim.TreeOptions{}
-	if *fabric != "" {
-		host, err := sim.JoinFabric(*fabric)
-		if err != nil {
-			return fmt.Errorf("sim: %w", err)
-		}
-		defer func() {
-			if err := host.Close(); err != nil {
-				fmt.Fprintf(stderr, "efap2p: cleaning fabric %s: %v\n", host.Dir, err)
-			}
-		}()
-		opt.Fabric, opt.Host = host.Dir, host.ID
-	}
-	if err := sim.WriteTree(m, dir, opt); err != nil {
-		return fmt.Errorf("sim: writing machine %s: %w", m.Name, err)
-	}
-	code, err := runChild(command, sim.EmulatorEnv(os.Environ(), dir, lib, []string{p2p.KernelEnv}, p2p.KernelEnv+"="+m.KernelRelease().String()), stdout, stderr)
+	code, err := sim.Run(m, command, sim.RunOptions{Library: lib, Fabric: *fabric, Keep: *keep,
+		Stdin: os.Stdin, Stdout: stdout, Stderr: stderr,
+		Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "efap2p: "+format+"\n", args...) }})
 	if err != nil {
 		return err
 	}
@@ -325,137 +262,3 @@ func simRun(args []string, stdout, stderr io.Writer) error {
 // "-X main.libDir=/usr/lib/x86_64-linux-gnu"); the emulator's library is in
 // its efap2p/ directory. Empty in a plain go build.
 var libDir string
-
-// multiarchTriplets are the Debian multiarch directories of the
-// architectures Go builds for, by GOARCH.
-var multiarchTriplets = map[string]string{
-	"amd64": "x86_64-linux-gnu", "arm64": "aarch64-linux-gnu", "386": "i386-linux-gnu",
-	"arm": "arm-linux-gnueabihf", "ppc64le": "powerpc64le-linux-gnu", "s390x": "s390x-linux-gnu",
-	"riscv64": "riscv64-linux-gnu", "loong64": "loongarch64-linux-gnu", "mips64le": "mips64el-linux-gnuabi64",
-}
-
-// libraryCandidates are the places findLibrary looks, in order, for an
-// executable in dir: next to it (the build tree), then the efap2p/
-// directory of the usual libdirs of its prefix (lib, lib/<multiarch>,
-// lib64), then that of the libdir it was built for.
-func libraryCandidates(dir string) []string {
-	prefix := filepath.Dir(dir)
-	c := []string{
-		filepath.Join(dir, libraryName),
-		filepath.Join(prefix, "lib", "efap2p", libraryName),
-	}
-	if t, ok := multiarchTriplets[runtime.GOARCH]; ok {
-		c = append(c, filepath.Join(prefix, "lib", t, "efap2p", libraryName))
-	}
-	c = append(c, filepath.Join(prefix, "lib64", "efap2p", libraryName))
-	if libDir != "" {
-		if p := filepath.Join(libDir, "efap2p", libraryName); !slices.Contains(c, p) {
-			c = append(c, p)
-		}
-	}
-	return c
-}
-
-// findLibrary locates libefasim.so: $EFASIM_LIBRARY, else the first of
-// libraryCandidates. The path returned is absolute, as LD_PRELOAD needs in
-// a child that may change directory.
-func findLibrary() (string, error) {
-	if p := os.Getenv("EFASIM_LIBRARY"); p != "" {
-		abs, err := filepath.Abs(p)
-		if err == nil {
-			err = regularFile(abs)
-		}
-		if err != nil {
-			return "", fmt.Errorf("EFASIM_LIBRARY=%s: %w", p, err)
-		}
-		return abs, nil
-	}
-	exe, err := executable()
-	if err != nil {
-		return "", fmt.Errorf("finding %s: %w", libraryName, err)
-	}
-	if resolved, err := filepath.EvalSymlinks(exe); err == nil {
-		exe = resolved
-	}
-	candidates := libraryCandidates(filepath.Dir(exe))
-	for _, c := range candidates {
-		if regularFile(c) == nil {
-			return filepath.Abs(c)
-		}
-	}
-	return "", fmt.Errorf("%s, the emulator's library, not found (looked for %s): install it (make install, or the efap2p-sim package), build it ('make c-build' in the source tree), or set EFASIM_LIBRARY",
-		libraryName, strings.Join(candidates, ", "))
-}
-
-func regularFile(p string) error {
-	st, err := os.Stat(p)
-	if err != nil {
-		return err
-	}
-	if !st.Mode().IsRegular() {
-		return fmt.Errorf("%s is not a regular file", p)
-	}
-	return nil
-}
-
-// runChild runs command and returns its exit status as a shell reports
-// it: 128+N for a signal N, 127 when not found, 126 when not runnable.
-// SIGTERM and SIGHUP sent to efap2p are passed on; SIGINT and SIGQUIT
-// come from the terminal to the whole process group, so efap2p only
-// outlives them to clean up.
-func runChild(command []string, env []string, stdout, stderr io.Writer) (int, error) {
-	cmd := exec.Command(command[0], command[1:]...)
-	cmd.Env = env
-	cmd.Stdin = os.Stdin
-	cmd.Stdout = stdout
-	cmd.Stderr = stderr
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(stderr, "efap2p: sim: %v\n", err)
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
-			return 127, nil
-		}
-		return 126, nil
-	}
-	done := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case s := <-sigs:
-				if s == syscall.SIGTERM || s == syscall.SIGHUP {
-					_ = cmd.Process.Signal(s)
-				}
-			case <-done:
-				return
-			}
-		}
-	}()
-	err := cmd.Wait()
-	close(done)
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
-		if ws.Signaled() {
-			return 128 + int(ws.Signal()), nil
-		}
-		return ws.ExitStatus(), nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("sim: %w", err)
-	}
-	return cmd.ProcessState.ExitCode(), nil
-}
-
-// treeBase is where emulated trees go: $TMPDIR when set, else /dev/shm when
-// it is a writable directory (a tree is thousands of small files: on tmpfs
-// a p5.48xlarge tree takes milliseconds to write, on some disks a second),
-// else the system default.
-func treeBase() string {
-	if os.Getenv("TMPDIR") != "" {
-		return ""
-	}
-	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() && unix.Access("/dev/shm", unix.W_OK) == nil {
-		return "/dev/shm"
-	}
-	return ""
-}

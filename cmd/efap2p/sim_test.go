@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -148,60 +147,6 @@ func TestSimRunMissingLibrary(t *testing.T) {
 			t.Errorf("exit %d, stderr %q; want 2 and a hint to build the library", code, stderr)
 		}
 	})
-}
-
-// TestFindLibraryLayouts: the emulator's library is found next to the
-// executable (the build tree), then in the efap2p/ directory of wherever
-// LIBDIR put it: PREFIX/lib, the multiarch PREFIX/lib/<triplet>, lib64,
-// or the libdir the tool was built for.
-func TestFindLibraryLayouts(t *testing.T) {
-	t.Setenv("EFASIM_LIBRARY", "")
-	restoreExe, restoreLib := executable, libDir
-	t.Cleanup(func() { executable, libDir = restoreExe, restoreLib })
-	touch := func(p string) {
-		t.Helper()
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, nil, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, tc := range []struct {
-		name, lib, builtFor string
-	}{
-		{"PREFIX/lib", "lib/efap2p/libefasim.so", ""},
-		{"multiarch", "lib/" + multiarchTriplets[runtime.GOARCH] + "/efap2p/libefasim.so", ""},
-		{"lib64", "lib64/efap2p/libefasim.so", ""},
-		{"the LIBDIR it was built for", "opt/elsewhere/efap2p/libefasim.so", "opt/elsewhere"},
-		{"build tree", "bin/libefasim.so", ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			root := t.TempDir()
-			exe := filepath.Join(root, "bin", "efap2p")
-			touch(exe)
-			want := filepath.Join(root, tc.lib)
-			touch(want)
-			executable = func() (string, error) { return exe, nil }
-			libDir = ""
-			if tc.builtFor != "" {
-				libDir = filepath.Join(root, tc.builtFor)
-			}
-			if got, err := findLibrary(); err != nil || got != want {
-				t.Errorf("%q, %v; want %q", got, err, want)
-			}
-		})
-	}
-	// next to the executable comes first
-	root := t.TempDir()
-	exe := filepath.Join(root, "bin", "efap2p")
-	touch(exe)
-	touch(filepath.Join(root, "lib", "efap2p", "libefasim.so"))
-	touch(filepath.Join(root, "bin", "libefasim.so"))
-	executable = func() (string, error) { return exe, nil }
-	if got, err := findLibrary(); err != nil || got != filepath.Join(root, "bin", "libefasim.so") {
-		t.Errorf("build tree and installed layout: %q, %v; want the one next to the executable", got, err)
-	}
 }
 
 // TestSimWriteForce: sim write refuses a non-empty directory; --force
