@@ -23,6 +23,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/efap2p/efap2p/devices"
 	"github.com/efap2p/efap2p/internal/pcicfg"
 	"github.com/efap2p/efap2p/p2p"
 	"github.com/efap2p/efap2p/sim"
@@ -44,14 +45,14 @@ type dotGraph struct {
 	o   *p2p.Oracle
 	t   *p2p.Topology
 	src *p2p.Sysfs
-	m   *topoMatrix
-	fns map[p2p.Addr]*p2p.Function // every function drawn
-	dev map[p2p.Addr]*topoDevice   // accelerators and NICs
+	m   *devices.Matrix
+	fns map[p2p.Addr]*p2p.Function   // every function drawn
+	dev map[p2p.Addr]*devices.Device // accelerators and NICs
 }
 
 // writeDOT writes the digraph of the machine o reads; m is its matrix.
-func writeDOT(w io.Writer, o *p2p.Oracle, src *p2p.Sysfs, m *topoMatrix) error {
-	g := &dotGraph{o: o, t: o.Topology(), src: src, m: m, fns: map[p2p.Addr]*p2p.Function{}, dev: map[p2p.Addr]*topoDevice{}}
+func writeDOT(w io.Writer, o *p2p.Oracle, src *p2p.Sysfs, m *devices.Matrix) error {
+	g := &dotGraph{o: o, t: o.Topology(), src: src, m: m, fns: map[p2p.Addr]*p2p.Function{}, dev: map[p2p.Addr]*devices.Device{}}
 	for i := range m.Devices {
 		d := &m.Devices[i]
 		g.dev[d.Addr] = d
@@ -273,7 +274,7 @@ func (g *dotGraph) writeNode(b *strings.Builder, f *p2p.Function, role, pad stri
 
 // bestColour is the fill of an accelerator or NIC: the best outcome it
 // gets with a device of the other kind.
-func (g *dotGraph) bestColour(d *topoDevice) string {
+func (g *dotGraph) bestColour(d *devices.Device) string {
 	best := p2p.OutcomeUnknown
 	for _, o := range g.m.Devices {
 		if o.Kind == d.Kind {

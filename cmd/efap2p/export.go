@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/efap2p/efap2p/answer"
+	"github.com/efap2p/efap2p/devices"
 	"github.com/efap2p/efap2p/p2p"
 )
 
@@ -178,7 +179,7 @@ var errUncertain = errors.New("some verdicts are uncertain")
 // exportTopology works out every accelerator's verdict with every NIC and
 // every other accelerator.
 func exportTopology(o *p2p.Oracle, src *p2p.Sysfs, blocked []p2p.Addr, force bool) (*p2p.TopologyFile, error) {
-	m, err := buildMatrix(o, src)
+	m, err := devices.BuildMatrix(o, src)
 	if err != nil {
 		return nil, err
 	}

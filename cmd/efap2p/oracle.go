@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/efap2p/efap2p/devices"
 	"github.com/efap2p/efap2p/internal/textwrap"
 	"github.com/efap2p/efap2p/p2p"
 )
@@ -127,12 +128,12 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	r := newDeviceResolver(o, src)
-	provider, err := r.resolve(fs.Arg(0))
+	r := devices.NewResolver(o, src)
+	provider, err := r.Resolve(fs.Arg(0))
 	if err != nil {
 		return inputError{fmt.Errorf("provider: %w", err)}
 	}
-	client, err := r.resolve(fs.Arg(1))
+	client, err := r.Resolve(fs.Arg(1))
 	if err != nil {
 		return inputError{fmt.Errorf("client: %w", err)}
 	}

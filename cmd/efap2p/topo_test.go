@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/efap2p/efap2p/devices"
 	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/sim"
 )
@@ -147,13 +148,13 @@ func TestTopoFull(t *testing.T) {
 	if gpu0[0] != "GPU0" || gpu0[1] != "X" || !slices.Equal(gpu0[9:13], []string{"PIX", "PIX", "PIX", "PIX"}) {
 		t.Errorf("GPU0 row %v: want X on the diagonal, PIX for NIC0..NIC3", gpu0)
 	}
-	devices := topoSection(out, "Devices:")
-	if len(devices) != 41 || devices[8] != "  NIC0: 0000:4f:00.0 1d0f:efa1 efa rdmap79s0" {
-		t.Errorf("devices %q", devices)
+	devs := topoSection(out, "Devices:")
+	if len(devs) != 41 || devs[8] != "  NIC0: 0000:4f:00.0 1d0f:efa1 efa rdmap79s0" {
+		t.Errorf("devices %q", devs)
 	}
 
 	code, out, _ = runTool("topo", "--sysfs", dir, "--json")
-	var m topoMatrix
+	var m devices.Matrix
 	if code != 0 || json.Unmarshal([]byte(out), &m) != nil || len(m.Devices) != 41 || len(m.Matrix) != 41 {
 		t.Fatalf("topo --json: exit %d, %d devices", code, len(m.Devices))
 	}
@@ -227,21 +228,6 @@ func TestTopoNothingToShow(t *testing.T) {
 		if got := strings.HasPrefix(out, " "); got != tc.matrix {
 			t.Errorf("%s: matrix printed %v, want %v:\n%s", tc.name, got, tc.matrix, out)
 		}
-	}
-}
-
-func TestNaturalLess(t *testing.T) {
-	sorted := []string{"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_10", "mlx5_33", "mlx5_bond_0", "mlx5_bond_1",
-		"rdmap79s0", "rdmap99s0", "rdmap100s0", "rdmap100s1", "rdmap201s0"}
-	for i := range sorted {
-		for j := range sorted {
-			if got := naturalLess(sorted[i], sorted[j]); got != (i < j) {
-				t.Errorf("naturalLess(%q, %q) = %v", sorted[i], sorted[j], got)
-			}
-		}
-	}
-	if naturalLess("a01", "a1") == naturalLess("a1", "a01") {
-		t.Error("a01 and a1 must be ordered one way")
 	}
 }
 
