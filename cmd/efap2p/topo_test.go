@@ -259,3 +259,13 @@ func TestExplainNames(t *testing.T) {
 		}
 	}
 }
+
+func TestTopoDOTUsage(t *testing.T) {
+	dir := writeTree(t, "p5.48xlarge")
+	if code, _, errs := runTool("topo", "--sysfs", dir, "--dot", "--json"); code != 2 || !strings.Contains(errs, "exclude") {
+		t.Errorf("--dot --json: exit %d: %s", code, errs)
+	}
+	if code, out, errs := runTool("topo", "--help"); code != 0 || !strings.Contains(out, "--dot") || !strings.Contains(out, "Graphviz") {
+		t.Errorf("topo --help: exit %d: %s%s", code, out, errs)
+	}
+}

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 
-package main
+package topoview
 
 // efap2p topo --dot: the machine's PCI paths between accelerators and NICs
 // as a Graphviz digraph, laid out left to right. Only the chains from the
@@ -26,7 +26,6 @@ import (
 	"github.com/efap2p/efap2p/devices"
 	"github.com/efap2p/efap2p/internal/pcicfg"
 	"github.com/efap2p/efap2p/p2p"
-	"github.com/efap2p/efap2p/sim"
 )
 
 // Fill colours of the outcomes.
@@ -50,8 +49,10 @@ type dotGraph struct {
 	dev map[p2p.Addr]*devices.Device // accelerators and NICs
 }
 
-// writeDOT writes the digraph of the machine o reads; m is its matrix.
-func writeDOT(w io.Writer, o *p2p.Oracle, src *p2p.Sysfs, m *devices.Matrix) error {
+// WriteDOT writes the digraph of the machine o reads from src (efap2p topo
+// --dot); m is its matrix. machine names the machine in the title; "" names
+// this host (its host name).
+func WriteDOT(w io.Writer, o *p2p.Oracle, src *p2p.Sysfs, m *devices.Matrix, machine string) error {
 	g := &dotGraph{o: o, t: o.Topology(), src: src, m: m, fns: map[p2p.Addr]*p2p.Function{}, dev: map[p2p.Addr]*devices.Device{}}
 	for i := range m.Devices {
 		d := &m.Devices[i]
@@ -66,8 +67,8 @@ func writeDOT(w io.Writer, o *p2p.Oracle, src *p2p.Sysfs, m *devices.Matrix) err
 	}
 	var b strings.Builder
 	title := "PCI paths of accelerators and NICs"
-	if name, ok := sim.TreeMachine(src.Root()); ok {
-		title = name + ": " + title
+	if machine != "" {
+		title = machine + ": " + title
 	} else if host, err := os.Hostname(); err == nil {
 		title = host + ": " + title
 	}
@@ -122,7 +123,7 @@ func writeDOT(w io.Writer, o *p2p.Oracle, src *p2p.Sysfs, m *devices.Matrix) err
 	// Verdict edges: NIC -> nearest accelerator with true P2P, and the
 	// refused or bounced pairs under a common bridge.
 	for _, d := range m.Devices {
-		if d.Kind != "nic" {
+		if d.Kind != devices.KindNIC {
 			continue
 		}
 		ok, v, err := o.ReachesAccelerator(d.Addr)
@@ -134,7 +135,7 @@ func writeDOT(w io.Writer, o *p2p.Oracle, src *p2p.Sysfs, m *devices.Matrix) err
 				fnID(d.Addr), fnID(v.Provider), dotEdgeOK, dotQuote(v.Path.String()), dotEdgeOK)
 		}
 		for _, a := range m.Devices {
-			if a.Kind != "accelerator" {
+			if a.Kind != devices.KindAccelerator {
 				continue
 			}
 			v, err := o.Verdict(a.Addr, d.Addr)
@@ -281,7 +282,7 @@ func (g *dotGraph) bestColour(d *devices.Device) string {
 			continue
 		}
 		provider, client := d.Addr, o.Addr
-		if d.Kind == "nic" {
+		if d.Kind == devices.KindNIC {
 			provider, client = o.Addr, d.Addr
 		}
 		v, err := g.o.Verdict(provider, client)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 
-package main
+package topoview
 
 import (
 	"bytes"
@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/efap2p/efap2p/devices"
 	"github.com/efap2p/efap2p/models"
+	"github.com/efap2p/efap2p/p2p"
 )
 
 // dotEdge is an edge of a parsed digraph with its attributes.
@@ -181,12 +183,35 @@ func dotParse(s string) (*parsedDOT, error) {
 	return p, nil
 }
 
+// topoDOT draws a built-in model's tree as efap2p topo --dot does.
 func topoDOT(t *testing.T, name string) (string, *parsedDOT) {
 	t.Helper()
-	code, out, errs := runTool("topo", "--sysfs", writeTree(t, name), "--dot")
-	if code != 0 {
-		t.Fatalf("topo --dot: exit %d: %s", code, errs)
+	m, err := models.Builtin(name)
+	if err != nil {
+		t.Fatal(err)
 	}
+	dir := t.TempDir()
+	if err := m.Write(dir, models.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	src, err := p2p.OpenSysfs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := p2p.ReleaseFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := p2p.NewOracleWith(p2p.NewTopology(src), p2p.Options{Kernel: rel})
+	mx, err := devices.BuildMatrix(o, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := WriteDOT(&b, o, src, mx, name); err != nil {
+		t.Fatalf("topo --dot: %v", err)
+	}
+	out := b.String()
 	p, err := dotParse(out)
 	if err != nil {
 		t.Fatalf("not a well-formed digraph: %v\n%s", err, out)
@@ -318,16 +343,6 @@ func TestTopoDOTRefusals(t *testing.T) {
 	}
 	if !found {
 		t.Error("p4d: no PHB edge from EFA 10:1b.0 to a GPU of its root bus")
-	}
-}
-
-func TestTopoDOTUsage(t *testing.T) {
-	dir := writeTree(t, "p5.48xlarge")
-	if code, _, errs := runTool("topo", "--sysfs", dir, "--dot", "--json"); code != 2 || !strings.Contains(errs, "exclude") {
-		t.Errorf("--dot --json: exit %d: %s", code, errs)
-	}
-	if code, out, errs := runTool("topo", "--help"); code != 0 || !strings.Contains(out, "--dot") || !strings.Contains(out, "Graphviz") {
-		t.Errorf("topo --help: exit %d: %s%s", code, out, errs)
 	}
 }
 
