@@ -285,3 +285,23 @@ func reach(pkgs map[string]*pkg, start []string, target string) []string {
 	}
 	return nil
 }
+
+// TestCommandThin: the tool's files are flags, errors and output, none
+// longer than docs/architecture.md says (logic belongs to a package a Go
+// caller can import).
+func TestCommandThin(t *testing.T) {
+	const maxLines = 250
+	files, err := filepath.Glob(filepath.Join(root(t), "cmd/efap2p/*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no files in cmd/efap2p (%v)", err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(data), "\n"); n > maxLines {
+			t.Errorf("%s: %d lines, more than %d", filepath.Base(f), n, maxLines)
+		}
+	}
+}
