@@ -91,7 +91,7 @@ func Synthetic(n int) *Machine {
 	m := &Machine{
 		Format:      FormatVersion,
 		Name:        fmt.Sprintf("synthetic-%d", n),
-		Description: fmt.Sprintf("A synthetic machine of %d PCI functions (sim.Synthetic): PCI domains of four root buses, switch units with GPUs, EFA NICs and multi-function devices, ACS redirect on every third unit.", n),
+		Description: fmt.Sprintf("A synthetic machine of %d PCI functions (models.Synthetic): PCI domains of four root buses, switch units with GPUs, EFA NICs and multi-function devices, ACS redirect on every third unit.", n),
 		Provenance:  "Generated; device IDs are real (H100 10de:2330, EFA 1d0f:efa1, ConnectX-7 15b3:1021, E810-C 8086:1592, PM9A3 144d:a80a, Broadcom PEX890xx 1000:c030, AMD root complex 1022:1480/1482/1483), the layout is not a real machine's.",
 		CPU:         CPU{Arch: "x86", Vendor: "AMD", Family: 0x19, Model: 0x01, ModelName: "AMD EPYC 7763", Sockets: 2},
 	}

@@ -16,7 +16,7 @@ import (
 )
 
 // An NCCL_TOPO_FILE for p5.48xlarge, here written as a sysfs tree by
-// package sim (on a host: p2p.SysfsRoot(), and run as root so that every
+// package models (on a host: p2p.SysfsRoot(), and run as root so that every
 // verdict is certain). The example prints the first switch of the file:
 // its upstream port holds the GPU and four EFA NICs directly, as NCCL reads
 // sysfs, and every one of them has gdr="1".

@@ -12,7 +12,7 @@ import (
 	"github.com/efap2p/efap2p/p2p"
 )
 
-// The examples read machines of package sim: p5.48xlarge (8 H100s, each in
+// The examples read machines of package models: p5.48xlarge (8 H100s, each in
 // a PCIe switch with four EFA NICs, two sockets) written as a sysfs tree,
 // as on the host the tree would be /sys (p2p.SysfsRoot()), or held in
 // memory.

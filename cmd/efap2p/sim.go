@@ -108,7 +108,7 @@ type modelFlags struct {
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&m.machine, "machine", "", "built-in machine model `NAME` (default "+models.DefaultMachine+"; see 'efap2p sim list')")
-	fs.StringVar(&m.model, "model", "", "machine model `FILE` (JSON, see sim/machines/README.md)")
+	fs.StringVar(&m.model, "model", "", "machine model `FILE` (JSON, see models/machines/README.md)")
 }
 
 func (m *modelFlags) load() (*models.Machine, error) {
