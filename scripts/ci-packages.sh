@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: MIT
 # CI, after 'make deb': lintian on the packages (no error), install them
 # with dpkg -i, use the installed efap2p as a new user would (its version,
-# the emulator, the man page, the unit, a C program built with the
-# installed pkg-config, valgrind with the installed suppressions), then
-# remove them and check that nothing is left.
+# the emulator, the man page, the unit, and every command the installed
+# README and man pages show: a C program built with the installed
+# pkg-config, the library preloaded by name, valgrind with the installed
+# suppressions, the tool's examples), then remove them and check that
+# nothing is left but the operator's /etc/efap2p.
 #   scripts/ci-packages.sh [DEB_DIR]     (default build/deb; needs root or sudo)
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -65,8 +67,38 @@ fi
 [ "$state" = disabled ] || fail "efap2p-topology.service is '$state', want disabled until the operator enables it"
 echo "efap2p-topology.service: $state"
 
+# The commands the installed README and man pages show, each run here as
+# a new user would type it (in the emulated host where it needs EFA
+# devices): doc_commands lists them, doc runs one with its stand-in, and a
+# command they show that no doc line below runs fails the check.
+doc_commands() {
+	local re='^(sudo )?(LD_PRELOAD=[^ ]+ [^ ]|(efap2p|systemctl|valgrind|cc|pkg-config|man|fi_info|ibv_devinfo|ibv_devices)( |$))'
+	local page
+	for page in $(grep -E '^/usr/share/man/man[0-9]/.*\.gz$' "$tmp/files"); do
+		# the lines of .nf blocks, troff's \e as the backslash it prints
+		zcat "$page" | awk '/^\.nf/{on=1;next} /^\.fi/{on=0} on' | sed -e 's/\\e/\\/g'
+	done | sed -e 's/^[[:space:]]*//' -e 's/[[:space:]]*#.*$//' | grep -E "$re" || true
+	# the README's indented command blocks
+	zcat -f /usr/share/doc/efap2p/README.md | awk '/^```/{fence=!fence;next} !fence && /^    [^ ]/' |
+		sed -e 's/^    //' -e 's/[[:space:]]*#.*$//' | grep -E "$re" || true
+}
+declare -A ran
+# doc SHOWN [COMMAND...]: run COMMAND (SHOWN itself when none is given) and
+# count SHOWN as run; a failure, or ld.so's warning that it cannot preload
+# a library, fails the check.
+doc() {
+	local shown=$1
+	shift
+	[ $# -gt 0 ] || set -- sh -c "$shown"
+	echo "\$ $shown"
+	"$@" > "$tmp/doc.out" 2>&1 || { cat "$tmp/doc.out"; fail "the documented '$shown' failed"; }
+	! grep -q 'cannot be preloaded' "$tmp/doc.out" || { cat "$tmp/doc.out"; fail "'$shown': ld.so cannot preload the library"; }
+	ran["$shown"]=1
+}
+has() { grep -q -- "$1" "$tmp/doc.out" || { cat "$tmp/doc.out"; fail "$2"; }; }
+
 step "a C program built with the installed pkg-config"
-cat > p2p.c <<'PROG'
+cat > prog.c <<'PROG'
 #include <stdio.h>
 #include <infiniband/efadv_p2p.h>
 
@@ -92,15 +124,68 @@ int main(void)
 	return !(n > 0 && yes == n);
 }
 PROG
-# shellcheck disable=SC2046
-cc -Wall -Werror -o p2p p2p.c $(pkg-config --cflags --libs efap2p)
+# shellcheck disable=SC2016
+doc 'cc prog.c $(pkg-config --cflags --libs efap2p)' \
+	sh -c 'cc -Wall -Werror -o p2p prog.c $(pkg-config --cflags --libs efap2p)'
 efap2p sim -- ./p2p || fail "the program linked with the installed library"
+# the same program, unmodified: linked with libibverbs and libefa only
+cc -Wall -Werror -o your-program prog.c -libverbs -lefa
+doc 'LD_PRELOAD=libefap2p.so.1 ./your-program' env LD_PRELOAD=libefap2p.so.1 efap2p sim -- ./your-program
 
 step "valgrind with the installed suppressions"
 if command -v valgrind >/dev/null; then
-	efap2p sim -- valgrind -q --error-exitcode=9 --suppressions=/usr/share/efap2p/libefap2p.supp ./p2p ||
-		fail "valgrind with /usr/share/efap2p/libefap2p.supp"
+	doc 'valgrind --suppressions=/usr/share/efap2p/libefap2p.supp PROGRAM' \
+		efap2p sim -- valgrind -q --error-exitcode=9 --suppressions=/usr/share/efap2p/libefap2p.supp ./p2p
 fi
+
+step "the tool's commands (in the emulated p5.48xlarge)"
+doc 'efap2p check' efap2p sim -- efap2p check
+has 'GPUDirect RDMA works' "efap2p check in the emulated p5.48xlarge"
+doc 'efap2p check --format line' efap2p sim -- efap2p check --format line
+has '^OK' "efap2p check --format line in the emulated p5.48xlarge"
+doc 'efap2p check --format prometheus -o /var/lib/node_exporter/textfile_collector/efap2p.prom' \
+	efap2p sim -- efap2p check --format prometheus -o "$tmp/efap2p.prom"
+grep -q '^efap2p_' "$tmp/efap2p.prom" || fail "check --format prometheus -o: no efap2p_ metric in $tmp/efap2p.prom"
+doc 'efap2p topo' efap2p sim -- efap2p topo
+has 'NIC31' "efap2p topo in the emulated p5.48xlarge"
+doc 'efap2p explain GPU0 NIC0' efap2p sim -- efap2p explain GPU0 NIC0
+doc 'efap2p explain 0000:53:00.0 rdmap79s0' efap2p sim -- efap2p explain 0000:53:00.0 rdmap79s0
+doc 'efap2p explain --kernel 6.1.0-28-amd64 53:00.0 4f:00.0' efap2p sim -- efap2p explain --kernel 6.1.0-28-amd64 53:00.0 4f:00.0
+has 'BUS_ADDR' "efap2p explain --kernel 6.1.0-28-amd64 53:00.0 4f:00.0"
+doc 'efap2p sim --machine intel-acs-switch -- ibv_devinfo'
+has 'rdmap5s0' "ibv_devinfo in the emulated intel-acs-switch"
+doc 'LD_PRELOAD=libefap2p.so.1 efap2p sim -- fi_info -p efa'
+has 'provider: efa' "fi_info -p efa with the library preloaded"
+doc 'LD_PRELOAD=libefap2p.so.1 fi_info -p efa' env LD_PRELOAD=libefap2p.so.1 efap2p sim -- fi_info -p efa
+
+step "the unit, as the manual turns it on"
+if ! command -v systemctl >/dev/null; then
+	echo "no systemctl on this machine: 'systemctl enable --now' and 'systemctl status' not run"
+	ran['systemctl enable --now efap2p-topology.service']=skipped
+	ran['systemctl status efap2p-topology.service']=skipped
+elif [ -d /run/systemd/system ]; then
+	doc 'systemctl enable --now efap2p-topology.service'
+	doc 'systemctl status efap2p-topology.service'
+	systemctl disable --now efap2p-topology.service
+else
+	# without a running systemd: the enablement, and what --now starts
+	doc 'systemctl enable --now efap2p-topology.service' sh -ec \
+		'systemctl enable efap2p-topology.service; efap2p sim -- sh -c "$(sed -n "s/^ExecStart=//p" '"$unit"')"'
+	doc 'systemctl status efap2p-topology.service' systemctl is-enabled efap2p-topology.service
+	systemctl disable efap2p-topology.service
+fi
+
+step "the operator's topology file (purge keeps it)"
+[ ! -e /etc/efap2p/topology.json ] || fail "/etc/efap2p/topology.json is there before the check writes it"
+doc 'sudo efap2p export --peer-blocked 0000:05:00.0 -o /etc/efap2p/topology.json' \
+	$sudo efap2p sim --machine intel-acs-switch -- efap2p export --peer-blocked 0000:05:00.0 -o /etc/efap2p/topology.json
+[ -f /etc/efap2p/topology.json ] || fail "no /etc/efap2p/topology.json"
+
+doc_commands | sort -u > "$tmp/shown"
+missing=$(while read -r shown; do [ -n "${ran[$shown]:-}" ] || echo "  $shown"; done < "$tmp/shown")
+[ -z "$missing" ] || fail "shown in the README or a man page, not run by this check:
+$missing"
+echo "$(wc -l < "$tmp/shown") documented commands run"
 
 step "apt-get remove"
 $sudo env DEBIAN_FRONTEND=noninteractive apt-get remove -y -q $pkgs >/dev/null
@@ -110,4 +195,7 @@ left=$(while read -r f; do { [ -e "$f" ] || [ -L "$f" ]; } && [ ! -d "$f" ] && e
 ! ldconfig -p | grep -q 'libefap2p.so.1 ' || fail "libefap2p.so.1 still in the loader's cache"
 $sudo dpkg --purge $pkgs >/dev/null 2>&1
 ! dpkg -l $pkgs 2>/dev/null | grep -q '^[ir][ic]' || fail "packages still known to dpkg after purge"
+# the operator's file is theirs, not the package's (README, Installing)
+[ -f /etc/efap2p/topology.json ] || fail "purge removed the operator's /etc/efap2p/topology.json"
+$sudo rm -rf /etc/efap2p
 echo "packages: installed, used, removed; nothing left"
