@@ -10,8 +10,28 @@
 #                 the man pages, the systemd unit and udev rule (left disabled)
 #   make uninstall  the same variables: removes what make install put there
 #   make deb      Debian packages in build/deb/ (debian/, dpkg-buildpackage)
+# The builds are quiet: one line when they succeed, their whole output when
+# they fail (also kept in build/*.log); V=1 shows every command as it runs.
+# JOBS (default: the number of CPUs) bounds the build's parallel jobs.
 
-GO      ?= go
+# Go: go.mod's release or newer, not a Debian package; on PATH, else where
+# go.dev's tarball unpacks (GO_FALLBACK), as debian/rules looks for it.
+GO_NEEDED   := $(shell sed -n 's/^go //p' go.mod)
+GO_FALLBACK ?= /usr/local/go
+ifeq ($(origin GO),undefined)
+GO := $(shell command -v go 2>/dev/null)
+ifeq ($(GO),)
+ifneq ($(wildcard $(GO_FALLBACK)/bin/go),)
+GO := $(GO_FALLBACK)/bin/go
+ifeq ($(MAKELEVEL),0)
+$(info make: go is not on PATH: using $(GO))
+endif
+else
+GO := go
+GO_MISSING := 1
+endif
+endif
+endif
 BUILD   ?= build
 CMAKE   ?= cmake
 VERSION := $(shell cat VERSION)
@@ -48,33 +68,55 @@ GO_LDFLAGS = -linkmode=external -X main.version=$(VERSION) -X main.libDir=$(LIBD
 # under it, so that 'cmake --install --prefix DIR' moves them with it.
 rel = $(patsubst $(PREFIX)/%,%,$(1))
 
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+V    ?= 0
+# $(call quietly,NAME,COMMAND) runs COMMAND with its output in
+# $(BUILD)/NAME.log, printed only when it fails; with V=1, as it runs.
+ifeq ($(V),1)
+quietly = $(2)
+else
+quietly = @mkdir -p $(BUILD); { $(2); } > $(BUILD)/$(1).log 2>&1 || { \
+	cat $(BUILD)/$(1).log; echo "make: $(1) failed (its output above, also in $(BUILD)/$(1).log)" >&2; exit 1; }
+endif
+
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Tests write many small sysfs trees: on tmpfs when the machine has one.
 TEST_TMPDIR ?= $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm || echo $${TMPDIR:-/tmp})
 
-.PHONY: all deps build go-build c-build test go-test c-test vet run bench install uninstall deb clean fuzz
+.PHONY: all deps build go-build c-build go-check test go-test c-test vet run bench install uninstall deb clean fuzz
 
 all: build
 
 deps:
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
 		$(APT_PACKAGES)
+	$(go_check)
 	$(GO) mod download
 
 build: go-build c-build
+	@echo "built $(BUILD)/: efap2p, libefap2p.so, libefap2p-core.so, libefasim.so$(if $(NO_TESTS),, and the test programs)$(if $(filter 1,$(V)),, (make V=1 shows the commands))"
 
-go-build:
-	@mkdir -p $(BUILD)
-	CGO_ENABLED=1 $(GO) build -trimpath -buildmode=pie -ldflags "$(GO_LDFLAGS)" -o $(BUILD)/efap2p ./cmd/efap2p
+# Go, or one line saying where to get it (the README's Set-up).
+go_check = @if [ -n "$(GO_MISSING)" ]; then \
+		echo "make: no Go toolchain: go is not on PATH and $(GO_FALLBACK)/bin/go is not there; install Go $(GO_NEEDED) or newer from https://go.dev/dl (unpacked in /usr/local), or set GO=" >&2; exit 1; fi; \
+	have=$$($(GO) env GOVERSION 2>/dev/null | sed 's/^go//'); \
+	if [ -z "$$have" ]; then echo "make: $(GO) does not run: install Go $(GO_NEEDED) or newer from https://go.dev/dl, or set GO=" >&2; exit 1; fi; \
+	if [ "$$(printf '%s\n%s\n' "$(GO_NEEDED)" "$$have" | sort -V | head -1)" != "$(GO_NEEDED)" ]; then \
+		echo "make: $(GO) is go$$have; go.mod needs go$(GO_NEEDED) or newer (https://go.dev/dl)" >&2; exit 1; fi
+go-check:
+	$(go_check)
 
-c-build:
-	$(CMAKE) -S . -B $(BUILD)/cmake -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEFAP2P_BUILD_DIR=$(abspath $(BUILD)) \
+go-build: go-check
+	$(call quietly,go-build,CGO_ENABLED=1 $(GO) build -trimpath -buildmode=pie -ldflags "$(GO_LDFLAGS)" -o $(BUILD)/efap2p ./cmd/efap2p)
+
+c-build: go-check
+	$(call quietly,c-build,$(CMAKE) -S . -B $(BUILD)/cmake -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEFAP2P_BUILD_DIR=$(abspath $(BUILD)) \
 		-DCMAKE_INSTALL_PREFIX=$(PREFIX) -DCMAKE_INSTALL_BINDIR=$(call rel,$(BINDIR)) \
 		-DCMAKE_INSTALL_LIBDIR=$(call rel,$(LIBDIR)) -DCMAKE_INSTALL_INCLUDEDIR=$(call rel,$(INCLUDEDIR)) \
 		-DCMAKE_INSTALL_DATADIR=$(call rel,$(DATADIR)) -DCMAKE_INSTALL_MANDIR=$(call rel,$(MANDIR)) \
 		-DEFAP2P_SYSTEMDUNITDIR=$(call rel,$(SYSTEMDUNITDIR)) -DEFAP2P_UDEVRULESDIR=$(call rel,$(UDEVRULESDIR)) \
-		-DEFAP2P_SYSTEMCTL=$(SYSTEMCTL) -DEFAP2P_BUILD_TESTS=$(if $(NO_TESTS),OFF,ON) >/dev/null
-	$(CMAKE) --build $(BUILD)/cmake -j
+		-DEFAP2P_SYSTEMCTL=$(SYSTEMCTL) -DEFAP2P_BUILD_TESTS=$(if $(NO_TESTS),OFF,ON) -DGO_EXECUTABLE=$(GO) >/dev/null && \
+	$(CMAKE) --build $(BUILD)/cmake -j $(JOBS))
 
 vet:
 	$(GO) vet ./...

@@ -3,7 +3,8 @@
 # same files as 'make install' (ctests/shim/check_install.sh compares the
 # two), with the directories of GNUInstallDirs.
 
-find_program(GO_EXECUTABLE NAMES go REQUIRED)
+# go on PATH, else where go.dev's tarball unpacks (the Makefile passes its GO)
+find_program(GO_EXECUTABLE NAMES go PATHS /usr/local/go/bin REQUIRED)
 find_package(PkgConfig QUIET)
 
 # systemd and udev take their files from /lib or /usr/lib for the /usr
