@@ -63,7 +63,12 @@ APT_PACKAGES = libibverbs-dev ibverbs-providers ibverbs-utils python3-pyverbs \
 # The tool, as the Makefile and CMake build it: a PIE linked with libc by
 # the C linker (as Debian wants binaries), its version and the libdir it
 # is installed to written in.
-GO_LDFLAGS = -linkmode=external -X main.version=$(VERSION) -X main.libDir=$(LIBDIR)
+GO_LDFLAGS = -linkmode=external -X main.version=$(VERSION) -X main.libDir=$(LIBDIR) -X main.commit=$(EFAP2P_COMMIT)
+# The commit --version names (+modified for a tree with changes); make deb
+# passes it into the copy it builds the packages from.
+ifeq ($(origin EFAP2P_COMMIT),undefined)
+EFAP2P_COMMIT := $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff-index --quiet HEAD -- 2>/dev/null || { git rev-parse HEAD >/dev/null 2>&1 && echo +modified; })
+endif
 # CMake gets the install directories relative to PREFIX where they are
 # under it, so that 'cmake --install --prefix DIR' moves them with it.
 rel = $(patsubst $(PREFIX)/%,%,$(1))
@@ -115,7 +120,7 @@ c-build: go-check
 		-DCMAKE_INSTALL_LIBDIR=$(call rel,$(LIBDIR)) -DCMAKE_INSTALL_INCLUDEDIR=$(call rel,$(INCLUDEDIR)) \
 		-DCMAKE_INSTALL_DATADIR=$(call rel,$(DATADIR)) -DCMAKE_INSTALL_MANDIR=$(call rel,$(MANDIR)) \
 		-DEFAP2P_SYSTEMDUNITDIR=$(call rel,$(SYSTEMDUNITDIR)) -DEFAP2P_UDEVRULESDIR=$(call rel,$(UDEVRULESDIR)) \
-		-DEFAP2P_SYSTEMCTL=$(SYSTEMCTL) -DEFAP2P_BUILD_TESTS=$(if $(NO_TESTS),OFF,ON) -DGO_EXECUTABLE=$(GO) >/dev/null && \
+		-DEFAP2P_SYSTEMCTL=$(SYSTEMCTL) -DEFAP2P_BUILD_TESTS=$(if $(NO_TESTS),OFF,ON) -DGO_EXECUTABLE=$(GO) -DEFAP2P_COMMIT=$(EFAP2P_COMMIT) >/dev/null && \
 	$(CMAKE) --build $(BUILD)/cmake -j $(JOBS))
 
 vet:
@@ -190,7 +195,7 @@ deb:
 	rm -rf $(BUILD)/deb && mkdir -p $(DEB_SRC)
 	{ git ls-files -co --exclude-standard 2>/dev/null || find . -path ./$(BUILD) -prune -o -type f -print; } | \
 		tar --ignore-failed-read -cf - -T - 2>/dev/null | tar -C $(DEB_SRC) -xf -
-	cd $(DEB_SRC) && GO=$$(command -v $(GO)) dpkg-buildpackage -b -us -uc
+	cd $(DEB_SRC) && EFAP2P_COMMIT=$(EFAP2P_COMMIT) GO=$$(command -v $(GO)) dpkg-buildpackage -b -us -uc
 	@ls $(BUILD)/deb/*.deb
 
 fuzz:

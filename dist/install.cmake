@@ -32,10 +32,13 @@ set(EFAP2P_SYSTEMCTL "/bin/systemctl" CACHE FILEPATH "systemctl, as the udev rul
 # The tool, as the Makefile builds it: a PIE linked with libc by the C
 # linker, with its version and the libdir it is installed to (where
 # 'efap2p sim' looks for libefasim.so).
+# The commit --version names where go build cannot stamp it (the Makefile
+# passes it; see main.commit).
+set(EFAP2P_COMMIT "" CACHE STRING "the commit efap2p --version names")
 add_custom_target(efap2p-tool ALL
   COMMAND ${CMAKE_COMMAND} -E env CGO_ENABLED=1
           ${GO_EXECUTABLE} build -trimpath -buildmode=pie
-          "-ldflags=-linkmode=external -X main.version=${PROJECT_VERSION} -X main.libDir=${CMAKE_INSTALL_FULL_LIBDIR}"
+          "-ldflags=-linkmode=external -X main.version=${PROJECT_VERSION} -X main.libDir=${CMAKE_INSTALL_FULL_LIBDIR} -X main.commit=${EFAP2P_COMMIT}"
           -o ${EFAP2P_BUILD_DIR}/efap2p ./cmd/efap2p
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}
   BYPRODUCTS ${EFAP2P_BUILD_DIR}/efap2p

@@ -33,6 +33,8 @@ cd "$tmp"   # nothing of the source tree from here on
 step "efap2p --version"
 efap2p --version
 [ "$(efap2p --version | head -1)" = "efap2p $version" ] || fail "efap2p --version"
+# the man page says it names the commit: the packages are built from a copy without .git
+efap2p --version | grep -q ', commit [0-9a-f]\{12\}' || fail "efap2p --version names no commit"
 
 step "efap2p sim -- ibv_devinfo"
 efap2p sim -- ibv_devinfo > devinfo

@@ -21,7 +21,8 @@ func init() {
 	register(&command{name: "check", summary: "will GPUDirect RDMA work on this node? every accelerator's P2P NICs, and what is in the way", run: runCheck})
 }
 
-const checkUsage = `Usage: efap2p check [--sysfs DIR] [--topology FILE] [--expect MODEL] [--kernel RELEASE]
+const checkUsage = `Usage: efap2p check [--sysfs DIR] [--topology FILE] [--expect MODEL]
+                    [--kernel RELEASE]
                     [--json | --format text|json|prometheus|line] [-o FILE]
 
 Tells whether GPUDirect RDMA works on this node: for every accelerator, the

@@ -17,7 +17,8 @@ func init() {
 	register(&command{name: "export", summary: "write the machine's verdicts to a topology file (run once as root)", run: runExport})
 }
 
-const exportUsage = `Usage: efap2p export [--sysfs DIR] [--format json|nccl] [--peer-blocked NIC]... [--boot] [-o FILE]
+const exportUsage = `Usage: efap2p export [--sysfs DIR] [--kernel RELEASE] [--format json|nccl]
+                     [--peer-blocked NIC]... [--boot] [--force] [-o FILE]
 
 Work out the verdict of every accelerator with every NIC and every other
 accelerator, and write them as a topology file (--format json, the default;

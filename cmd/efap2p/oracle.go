@@ -89,7 +89,8 @@ func (o *oracleFlags) warnf() func(string, ...any) {
 	return func(format string, args ...any) { fmt.Fprintf(o.stderr, "efap2p: warning: "+format+"\n", args...) }
 }
 
-const explainUsage = `Usage: efap2p explain [--sysfs DIR] [--topology FILE] [--kernel RELEASE] [--json] PROVIDER CLIENT
+const explainUsage = `Usage: efap2p explain [--sysfs DIR] [--topology FILE] [--kernel RELEASE]
+                      [--json] PROVIDER CLIENT
 
 The P2P DMA verdict for a DMA from CLIENT (e.g. a NIC) into memory owned by
 PROVIDER (e.g. a GPU), by both registration paths: the dma-buf one (the

@@ -19,7 +19,8 @@ func init() {
 }
 
 const simUsage = `Usage:
-  efap2p sim [--machine NAME | --model FILE] [--fabric DIR] [--keep] -- COMMAND [ARGS...]
+  efap2p sim [--machine NAME | --model FILE] [--fabric DIR] [--keep]
+             -- COMMAND [ARGS...]
       run COMMAND inside an emulated EFA host
   efap2p sim list
       list the built-in machine models
