@@ -262,10 +262,14 @@ func (o *Oracle) build(provider, client Addr) (*Verdict, error) {
 		}
 		v.addReason(blockedReason(o.file.name, n))
 	} else if cl, err := c.Class(); err == nil && cl>>16 == 0x02 && v.P2P() {
-		v.addReason("Whether the NIC's firmware allows peer access cannot be seen in sysfs; where it does not, record it in the operator's topology file (efap2p export --peer-blocked NIC -o /etc/efap2p/topology.json).")
+		v.Note = firmwareNote
 	}
 	return v, nil
 }
+
+// firmwareNote is the Note of a NIC's verdict that allows P2P: what no
+// verdict computed from sysfs can see.
+const firmwareNote = "Whether a NIC's firmware allows peer access cannot be seen in sysfs; where it does not, record it in the operator's topology file (efap2p export --peer-blocked NIC -o " + OperatorTopologyFile + ")."
 
 func (o *Oracle) fileBlocked(nic Addr) (*TopoNIC, bool) {
 	if o.file == nil {

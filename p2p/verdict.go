@@ -65,6 +65,11 @@ type Verdict struct {
 	// what an administrator can change (the kernel's own advice).
 	Reason string `json:"reason"`
 	Hint   string `json:"hint,omitempty"`
+	// Note, when set, says what the verdict cannot see and how to record
+	// it: it is the same for every pair it applies to, so a report of many
+	// verdicts says it once (a NIC's firmware that blocks peer access is
+	// invisible in sysfs).
+	Note string `json:"note,omitempty"`
 
 	fig *figures // bandwidth and latency, worked out on first use
 }
