@@ -160,11 +160,7 @@ func checkNode(of *oracleFlags, opt nodecheck.Options) (*nodecheck.Report, error
 		}
 		return nil, err
 	}
-	opt.Oracle, opt.Root = o, src.Root()
-	opt.TopologyFile = of.topology
-	if opt.TopologyFile == "" {
-		opt.TopologyFile = os.Getenv("EFAP2P_TOPOLOGY")
-	}
+	opt.Oracle, opt.Root, opt.TopologyFile = o, src.Root(), of.named
 	return nodecheck.Run(opt)
 }
 

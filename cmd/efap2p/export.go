@@ -96,7 +96,7 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 	if *boot && *format != "json" {
 		return usagef("--boot writes a topology file: it takes --format json")
 	}
-	defaults := p2p.TopologyFileCandidates()
+	defaults := of.places()
 	of.inputs = []string{}
 	if *boot {
 		// the operator's file: the last default place

@@ -8,8 +8,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/efap2p/efap2p/devices"
+	"github.com/efap2p/efap2p/internal/secenv"
 	"github.com/efap2p/efap2p/p2p"
 	"github.com/efap2p/efap2p/topoview"
 )
@@ -29,6 +33,9 @@ type oracleFlags struct {
 	// default places (export reads only the operator's file, and only
 	// with --boot).
 	inputs []string
+	// named is the topology file open read by name (--topology, or
+	// $EFAP2P_TOPOLOGY for this machine), "" for the default places.
+	named string
 }
 
 func (o *oracleFlags) register(fs *flag.FlagSet, withTopology bool) {
@@ -38,8 +45,37 @@ func (o *oracleFlags) register(fs *flag.FlagSet, withTopology bool) {
 		return nil
 	})
 	if withTopology {
-		fs.StringVar(&o.topology, "topology", "", "topology `FILE` written by 'efap2p export' (default $EFAP2P_TOPOLOGY, else "+p2p.BootTopologyFile+" or "+p2p.OperatorTopologyFile+")")
+		fs.StringVar(&o.topology, "topology", "", "topology `FILE` written by 'efap2p export' (default $EFAP2P_TOPOLOGY, else "+p2p.BootTopologyFile+" or "+p2p.OperatorTopologyFile+"; with --sysfs DIR, DIR"+p2p.BootTopologyFile+" or DIR"+p2p.OperatorTopologyFile+")")
 	}
+}
+
+// otherMachine reports whether --sysfs names a tree other than the one
+// this process runs on ($SYSFS_PATH, else /sys): another machine's.
+func (o *oracleFlags) otherMachine() bool {
+	return o.sysfs != "" && filepath.Clean(o.sysfs) != filepath.Clean(p2p.SysfsRoot())
+}
+
+// places are the default places of the topology files of the machine the
+// command reads: another machine's tree (--sysfs DIR) has its own, below
+// DIR as efap2p sim lays them out; this machine's are
+// p2p.TopologyFileCandidates.
+func (o *oracleFlags) places() []string {
+	if o.otherMachine() {
+		root := strings.TrimRight(o.sysfs, "/")
+		return []string{root + p2p.BootTopologyFile, root + p2p.OperatorTopologyFile}
+	}
+	return p2p.TopologyFileCandidates()
+}
+
+// namedFile is the topology file named for the machine the command reads:
+// --topology FILE, else $EFAP2P_TOPOLOGY for this machine (not for
+// another machine's tree). A named file that is missing is said, as the
+// library says it; a missing default place is not.
+func (o *oracleFlags) namedFile() string {
+	if o.topology != "" || o.otherMachine() || secenv.Secure() {
+		return o.topology
+	}
+	return os.Getenv("EFAP2P_TOPOLOGY")
 }
 
 // registerJSON adds --json, for the commands that print JSON.
@@ -59,9 +95,13 @@ func (o *oracleFlags) open() (*p2p.Oracle, *p2p.Sysfs, error) {
 	if err != nil {
 		return nil, nil, inputError{err}
 	}
-	opts := p2p.Options{TopologyFile: o.topology, TopologyFiles: o.inputs}
-	if opts.TopologyFile == "" && opts.TopologyFiles == nil {
-		opts.TopologyFiles = p2p.TopologyFileCandidates()
+	opts := p2p.Options{TopologyFiles: o.inputs}
+	if o.inputs == nil {
+		o.named = o.namedFile()
+		opts.TopologyFile = o.named
+		if o.named == "" {
+			opts.TopologyFiles = o.places()
+		}
 	}
 	switch {
 	case o.kernel != nil:
