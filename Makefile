@@ -6,8 +6,10 @@
 #   make run      the main job on the embedded default machine (p5.48xlarge)
 #   make bench    benchmarks, written to BENCHMARKS.md
 #   make install  PREFIX (/usr/local), LIBDIR and DESTDIR: libefap2p, its Go
-#                 core, the header, efap2p.pc, the efap2p tool, the emulator,
-#                 the man pages, the systemd unit and udev rule (left disabled)
+#                 core, the header, efap2p.pc, the efap2p tool, the emulator
+#                 and its header, the man pages, the documents the help names
+#                 (DOCDIR), the check report's schema, the systemd unit and
+#                 udev rule (left disabled)
 #   make uninstall  the same variables: removes what make install put there
 #   make deb      Debian packages in build/deb/ (debian/, dpkg-buildpackage)
 # The builds are quiet: one line when they succeed, their whole output when
@@ -48,6 +50,7 @@ LIBDIR  ?= $(if $(and $(filter /usr,$(PREFIX)),$(MULTIARCH)),$(PREFIX)/lib/$(MUL
 INCLUDEDIR ?= $(PREFIX)/include
 DATADIR ?= $(PREFIX)/share
 MANDIR  ?= $(DATADIR)/man
+DOCDIR  ?= $(DATADIR)/doc/efap2p
 # systemd and udev take their files from /usr/lib (or /lib) for PREFIX=/usr,
 # from PREFIX/lib otherwise (/usr/local/lib/systemd/system, ...).
 SYSTEMDUNITDIR ?= $(if $(filter /usr,$(PREFIX)),$(shell pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null || echo /usr/lib/systemd/system),$(PREFIX)/lib/systemd/system)
@@ -63,7 +66,8 @@ APT_PACKAGES = libibverbs-dev ibverbs-providers ibverbs-utils python3-pyverbs \
 # The tool, as the Makefile and CMake build it: a PIE linked with libc by
 # the C linker (as Debian wants binaries), its version and the libdir it
 # is installed to written in.
-GO_LDFLAGS = -linkmode=external -X main.version=$(VERSION) -X main.libDir=$(LIBDIR) -X main.commit=$(EFAP2P_COMMIT)
+GO_LDFLAGS = -linkmode=external -X main.version=$(VERSION) -X main.libDir=$(LIBDIR) -X main.commit=$(EFAP2P_COMMIT) \
+	-X main.docDir=$(DOCDIR) -X main.dataDir=$(DATADIR)/efap2p -X main.includeDir=$(INCLUDEDIR)
 # The commit --version names (+modified for a tree with changes); make deb
 # passes it into the copy it builds the packages from.
 ifeq ($(origin EFAP2P_COMMIT),undefined)
@@ -119,6 +123,7 @@ c-build: go-check
 		-DCMAKE_INSTALL_PREFIX=$(PREFIX) -DCMAKE_INSTALL_BINDIR=$(call rel,$(BINDIR)) \
 		-DCMAKE_INSTALL_LIBDIR=$(call rel,$(LIBDIR)) -DCMAKE_INSTALL_INCLUDEDIR=$(call rel,$(INCLUDEDIR)) \
 		-DCMAKE_INSTALL_DATADIR=$(call rel,$(DATADIR)) -DCMAKE_INSTALL_MANDIR=$(call rel,$(MANDIR)) \
+		-DCMAKE_INSTALL_DOCDIR=$(call rel,$(DOCDIR)) \
 		-DEFAP2P_SYSTEMDUNITDIR=$(call rel,$(SYSTEMDUNITDIR)) -DEFAP2P_UDEVRULESDIR=$(call rel,$(UDEVRULESDIR)) \
 		-DEFAP2P_SYSTEMCTL=$(SYSTEMCTL) -DEFAP2P_BUILD_TESTS=$(if $(NO_TESTS),OFF,ON) -DGO_EXECUTABLE=$(GO) -DEFAP2P_COMMIT=$(EFAP2P_COMMIT) >/dev/null && \
 	$(CMAKE) --build $(BUILD)/cmake -j $(JOBS))
@@ -153,24 +158,32 @@ bench: build
 # not enabled: 'systemctl enable --now efap2p-topology.service' does that.
 # 'cmake --install build/cmake' installs the same files (CMakeLists.txt).
 INSTALLED_LIBS = libefap2p.so.$(VERSION) libefap2p.so.1 libefap2p.so
+# The documents the tool's help and the man pages point to, in DOCDIR
+# (two under other names: the machine-model format, the emulator's README).
+DOCS = README.md docs/operators.md docs/kernel-releases.md docs/topology-file.md docs/nccl-topology.md
+INSTALLED_DOCS = $(notdir $(DOCS)) machine-models.md emulator.md
 install:
 	@for f in libefap2p.so.$(VERSION) libefap2p-core.so libefasim.so efap2p; do \
 		[ -e $(BUILD)/$$f ] || { echo "$(BUILD)/$$f is missing: run 'make build' first" >&2; exit 1; }; done
 	install -d $(DESTDIR)$(LIBDIR)/efap2p $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(BINDIR) \
 		$(DESTDIR)$(INCLUDEDIR)/infiniband $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 \
-		$(DESTDIR)$(DATADIR)/efap2p $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(UDEVRULESDIR)
+		$(DESTDIR)$(DATADIR)/efap2p $(DESTDIR)$(DOCDIR) $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(UDEVRULESDIR)
 	install -m 644 $(BUILD)/libefap2p.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
 	ln -sf libefap2p.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libefap2p.so.1
 	ln -sf libefap2p.so.1 $(DESTDIR)$(LIBDIR)/libefap2p.so
 	install -m 644 $(BUILD)/libefap2p-core.so $(BUILD)/libefasim.so $(DESTDIR)$(LIBDIR)/efap2p/
 	install -m 755 $(BUILD)/efap2p $(DESTDIR)$(BINDIR)/
 	install -m 644 include/infiniband/efadv_p2p.h $(DESTDIR)$(INCLUDEDIR)/infiniband/
+	install -m 644 sim/preload/efasim.h $(DESTDIR)$(INCLUDEDIR)/
 	sed -e 's|@prefix@|$(PREFIX)|' -e 's|@libdir@|$(LIBDIR)|' -e 's|@includedir@|$(INCLUDEDIR)|' \
 		-e 's|@version@|$(VERSION)|' efap2p.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/efap2p.pc
 	chmod 644 $(DESTDIR)$(LIBDIR)/pkgconfig/efap2p.pc
 	install -m 644 man/*.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 man/*.3 $(DESTDIR)$(MANDIR)/man3/
-	install -m 644 dist/libefap2p.supp $(DESTDIR)$(DATADIR)/efap2p/
+	install -m 644 dist/libefap2p.supp docs/check-report.schema.json $(DESTDIR)$(DATADIR)/efap2p/
+	install -m 644 $(DOCS) $(DESTDIR)$(DOCDIR)/
+	install -m 644 models/machines/README.md $(DESTDIR)$(DOCDIR)/machine-models.md
+	install -m 644 sim/preload/README.md $(DESTDIR)$(DOCDIR)/emulator.md
 	sed -e 's|@bindir@|$(BINDIR)|g' dist/efap2p-topology.service.in > $(DESTDIR)$(SYSTEMDUNITDIR)/efap2p-topology.service
 	sed -e 's|@systemctl@|$(SYSTEMCTL)|g' dist/70-efap2p-topology.rules.in > $(DESTDIR)$(UDEVRULESDIR)/70-efap2p-topology.rules
 	chmod 644 $(DESTDIR)$(SYSTEMDUNITDIR)/efap2p-topology.service $(DESTDIR)$(UDEVRULESDIR)/70-efap2p-topology.rules
@@ -179,12 +192,13 @@ install:
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(LIBDIR)/,$(INSTALLED_LIBS)) \
 		$(DESTDIR)$(LIBDIR)/efap2p/libefap2p-core.so $(DESTDIR)$(LIBDIR)/efap2p/libefasim.so \
-		$(DESTDIR)$(BINDIR)/efap2p $(DESTDIR)$(INCLUDEDIR)/infiniband/efadv_p2p.h \
+		$(DESTDIR)$(BINDIR)/efap2p $(DESTDIR)$(INCLUDEDIR)/infiniband/efadv_p2p.h $(DESTDIR)$(INCLUDEDIR)/efasim.h \
 		$(DESTDIR)$(LIBDIR)/pkgconfig/efap2p.pc $(DESTDIR)$(DATADIR)/efap2p/libefap2p.supp \
+		$(DESTDIR)$(DATADIR)/efap2p/check-report.schema.json $(addprefix $(DESTDIR)$(DOCDIR)/,$(INSTALLED_DOCS)) \
 		$(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(wildcard man/*.1))) \
 		$(addprefix $(DESTDIR)$(MANDIR)/man3/,$(notdir $(wildcard man/*.3))) \
 		$(DESTDIR)$(SYSTEMDUNITDIR)/efap2p-topology.service $(DESTDIR)$(UDEVRULESDIR)/70-efap2p-topology.rules
-	-rmdir $(DESTDIR)$(LIBDIR)/efap2p $(DESTDIR)$(DATADIR)/efap2p 2>/dev/null
+	-rmdir $(DESTDIR)$(LIBDIR)/efap2p $(DESTDIR)$(DATADIR)/efap2p $(DESTDIR)$(DOCDIR) 2>/dev/null
 	@if [ -z "$(DESTDIR)" ]; then echo "$(LDCONFIG)"; $(LDCONFIG) || true; fi
 
 # Debian packages (debian/), built from a copy of the tree in build/deb/ so

@@ -38,7 +38,7 @@ set(EFAP2P_COMMIT "" CACHE STRING "the commit efap2p --version names")
 add_custom_target(efap2p-tool ALL
   COMMAND ${CMAKE_COMMAND} -E env CGO_ENABLED=1
           ${GO_EXECUTABLE} build -trimpath -buildmode=pie
-          "-ldflags=-linkmode=external -X main.version=${PROJECT_VERSION} -X main.libDir=${CMAKE_INSTALL_FULL_LIBDIR} -X main.commit=${EFAP2P_COMMIT}"
+          "-ldflags=-linkmode=external -X main.version=${PROJECT_VERSION} -X main.libDir=${CMAKE_INSTALL_FULL_LIBDIR} -X main.commit=${EFAP2P_COMMIT} -X main.docDir=${CMAKE_INSTALL_FULL_DOCDIR} -X main.dataDir=${CMAKE_INSTALL_FULL_DATADIR}/efap2p -X main.includeDir=${CMAKE_INSTALL_FULL_INCLUDEDIR}"
           -o ${EFAP2P_BUILD_DIR}/efap2p ./cmd/efap2p
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}
   BYPRODUCTS ${EFAP2P_BUILD_DIR}/efap2p
@@ -57,7 +57,15 @@ file(GLOB _man1 ${CMAKE_SOURCE_DIR}/man/*.1)
 file(GLOB _man3 ${CMAKE_SOURCE_DIR}/man/*.3)
 install(FILES ${_man1} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 install(FILES ${_man3} DESTINATION ${CMAKE_INSTALL_MANDIR}/man3)
-install(FILES ${CMAKE_SOURCE_DIR}/dist/libefap2p.supp DESTINATION ${CMAKE_INSTALL_DATADIR}/efap2p)
+install(FILES ${CMAKE_SOURCE_DIR}/dist/libefap2p.supp ${CMAKE_SOURCE_DIR}/docs/check-report.schema.json
+  DESTINATION ${CMAKE_INSTALL_DATADIR}/efap2p)
+install(FILES ${CMAKE_SOURCE_DIR}/sim/preload/efasim.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# The documents the tool's help and the man pages point to (the Makefile's DOCS).
+foreach(doc README.md docs/operators.md docs/kernel-releases.md docs/topology-file.md docs/nccl-topology.md)
+  install(FILES ${CMAKE_SOURCE_DIR}/${doc} DESTINATION ${CMAKE_INSTALL_DOCDIR})
+endforeach()
+install(FILES ${CMAKE_SOURCE_DIR}/models/machines/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME machine-models.md)
+install(FILES ${CMAKE_SOURCE_DIR}/sim/preload/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME emulator.md)
 
 # The files that name install paths (the pkg-config file, the systemd
 # unit, the udev rule) are written at install time, so that they name the

@@ -36,6 +36,20 @@ efap2p --version
 # the man page says it names the commit: the packages are built from a copy without .git
 efap2p --version | grep -q ', commit [0-9a-f]\{12\}' || fail "efap2p --version names no commit"
 
+step "the files the help and the man pages name are installed"
+for form in "" topo explain export check sim "sim write" "sim list" version; do
+	# shellcheck disable=SC2086
+	efap2p $form --help
+done | grep -o '/usr/[A-Za-z0-9_./-]*[A-Za-z0-9_/-]' | sort -u > "$tmp/named"
+for page in $(grep -E '^/usr/share/man/man[0-9]/.*\.gz$' "$tmp/files"); do
+	zcat "$page" | grep -o '/usr/share/[A-Za-z0-9_./-]*[A-Za-z0-9_/-]' || true
+done | sort -u >> "$tmp/named"
+grep -q doc/efap2p/operators.md "$tmp/named" || fail "the help names no installed operators.md"
+while read -r f; do
+	[ -e "$f" ] || fail "named by the help or a man page, not installed: $f"
+done < <(sort -u "$tmp/named")
+echo "$(sort -u "$tmp/named" | wc -l) files named, all installed"
+
 step "efap2p sim -- ibv_devinfo"
 efap2p sim -- ibv_devinfo > devinfo
 grep -c 'hca_id:' devinfo

@@ -21,7 +21,10 @@ func init() {
 	register(&command{name: "check", summary: "will GPUDirect RDMA work on this node? every accelerator's P2P NICs, and what is in the way", run: runCheck})
 }
 
-const checkUsage = `Usage: efap2p check [--sysfs DIR] [--topology FILE] [--expect MODEL]
+// checkUsage is check's --help text (a function: it names the installed
+// documents' paths).
+func checkUsage() string {
+	return `Usage: efap2p check [--sysfs DIR] [--topology FILE] [--expect MODEL]
                     [--kernel RELEASE]
                     [--json | --format text|json|prometheus|line] [-o FILE]
 
@@ -37,11 +40,16 @@ for (without root and without a topology file, ACS state is hidden).
 
 Formats:
   text        for people (default)
-  json        the report, docs/check-report.schema.json (--json is the same)
+  json        the report (--json is the same); its JSON Schema:
+                ` + dataFile("check-report.schema.json") + `
   prometheus  a node_exporter textfile-collector file: one gauge per pair
               and per finding (write it with -o DIR/efap2p.prom)
   line        one short line on stdout, for Kubernetes node-problem-detector
-              custom plugins and Slurm health checks (docs/operators.md)
+              custom plugins and Slurm health checks
+
+The configurations for node-problem-detector, Slurm, Prometheus and the
+others:
+  ` + docFile("operators.md") + `
 
 Exit status: 0 all good, 1 degraded (findings), 2 bad usage, 3 could not tell
 (uncertain verdicts only, or the machine could not be read). In line mode the
@@ -49,6 +57,7 @@ node-problem-detector protocol: 0 OK, 1 problem, 2 unknown (also bad usage).
 
 Options:
 `
+}
 
 func runCheck(args []string, stdout, stderr io.Writer) error {
 	err := checkCommand(args, stdout, stderr)
@@ -80,7 +89,7 @@ func checkCommand(args []string, stdout, stderr io.Writer) error {
 	format := fs.String("format", "text", "output `FORMAT`: text, json, prometheus or line")
 	expect := fs.String("expect", "", "compare with machine `MODEL` (a built-in name, see 'efap2p sim list', or a model file)")
 	out := fs.String("o", "", "write the output to `FILE` (atomically: a textfile collector never reads half a file)")
-	if err := parseFlags(fs, args, checkUsage, stderr); err != nil {
+	if err := parseFlags(fs, args, checkUsage(), stderr); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {

@@ -177,3 +177,41 @@ func TestVersionCommit(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpNamesFiles: the files the help points to exist: in the source
+// tree for a plain go build, and below the directories the Makefile
+// passes once installed (scripts/ci-packages.sh checks the installed ones).
+func TestHelpNamesFiles(t *testing.T) {
+	all := func() string {
+		var b strings.Builder
+		for _, form := range append(helpForms(), []string{}) {
+			_, out, _ := runTool(append(slices.Clone(form), "--help")...)
+			b.WriteString(out)
+		}
+		return b.String()
+	}
+	source := regexp.MustCompile(`\b(?:docs|models|sim)/[A-Za-z0-9_./-]*[A-Za-z0-9_]`)
+	named := source.FindAllString(all(), -1)
+	if len(named) < 4 {
+		t.Fatalf("the help names %v; want the schema, operators.md, the model format, efasim.h and more", named)
+	}
+	for _, f := range named {
+		if _, err := os.Stat(filepath.Join("..", "..", f)); err != nil {
+			t.Errorf("the help names %s: %v", f, err)
+		}
+	}
+
+	saved := [3]string{docDir, dataDir, includeDir}
+	t.Cleanup(func() { docDir, dataDir, includeDir = saved[0], saved[1], saved[2] })
+	docDir, dataDir, includeDir = "/usr/share/doc/efap2p", "/usr/share/efap2p", "/usr/include"
+	out := all()
+	for _, want := range []string{"/usr/share/doc/efap2p/operators.md", "/usr/share/efap2p/check-report.schema.json",
+		"/usr/share/doc/efap2p/topology-file.md", "/usr/share/doc/efap2p/machine-models.md", "/usr/include/efasim.h"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("installed, the help does not name %s", want)
+		}
+	}
+	if m := source.FindString(out); m != "" {
+		t.Errorf("installed, the help still names the source tree's %s", m)
+	}
+}
