@@ -20,9 +20,17 @@ step() { echo "== $*"; }
 pkgs="libefap2p1 libefap2p-dev efap2p efap2p-sim"
 
 step "lintian"
-lintian --pedantic "$debs"/efap2p_"$version"_*.changes > "$tmp/lintian" 2>&1 || true
+lintian --pedantic --show-overrides "$debs"/efap2p_"$version"_*.changes > "$tmp/lintian" 2>&1 || true
 cat "$tmp/lintian"
 ! grep -q '^E:' "$tmp/lintian" || fail "lintian reports errors"
+# an override's justification is the comment right above it, not the SPDX line
+! grep -q '^N: .*SPDX-License-Identifier' "$tmp/lintian" || fail "lintian reads an SPDX comment as an override's justification"
+# Debian wants a Maintainer who reads mail: no placeholder or no-reply domain
+maint=$(dpkg-deb -f "$(ls "$debs"/efap2p_"$version"_*.deb)" Maintainer)
+case ${maint#*@} in
+*example.* | *invalid* | *localhost* | *noreply* | *no-reply* | *.local\>) fail "Maintainer: $maint is a placeholder address" ;;
+esac
+echo "Maintainer: $maint"
 
 step "dpkg -i"
 $sudo dpkg -i $(for p in $pkgs; do ls "$debs/${p}_${version}_"*.deb; done)
