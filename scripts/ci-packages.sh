@@ -221,5 +221,6 @@ $sudo dpkg --purge $pkgs >/dev/null 2>&1
 ! dpkg -l $pkgs 2>/dev/null | grep -q '^[ir][ic]' || fail "packages still known to dpkg after purge"
 # the operator's file is theirs, not the package's (README, Installing)
 [ -f /etc/efap2p/topology.json ] || fail "purge removed the operator's /etc/efap2p/topology.json"
-$sudo rm -rf /etc/efap2p
+$sudo rm -f /etc/efap2p/topology.json /etc/efap2p/topology.json.idx
+$sudo rmdir /etc/efap2p 2>/dev/null || true
 echo "packages: installed, used, removed; nothing left"
