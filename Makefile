@@ -61,7 +61,7 @@ LDCONFIG ?= ldconfig
 APT_PACKAGES = libibverbs-dev ibverbs-providers ibverbs-utils python3-pyverbs \
 	cmake pkg-config gcc g++ make valgrind graphviz \
 	build-essential debhelper dpkg-dev lintian man-db \
-	libcap2-bin util-linux prometheus pciutils \
+	libcap2-bin util-linux prometheus pciutils hwloc \
 	libfabric-bin
 # The tool, as the Makefile and CMake build it: a PIE linked with libc by
 # the C linker (as Debian wants binaries), its version and the libdir it

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/efap2p/efap2p/models"
@@ -92,6 +94,11 @@ func Run(m *models.Machine, command []string, opt RunOptions) (int, error) {
 // outlives them to clean up.
 func runChild(command []string, env []string, opt RunOptions) (int, error) {
 	cmd := exec.Command(command[0], command[1:]...)
+	// the command is looked for on the emulated host's PATH, as a shell
+	// inside it would (the tree's BinDir first)
+	if p, ok := lookPathIn(command[0], env); ok {
+		cmd.Path, cmd.Err = p, nil
+	}
 	cmd.Env = env
 	cmd.Stdin = opt.Stdin
 	cmd.Stdout = opt.Stdout
@@ -145,4 +152,28 @@ func treeBase() string {
 		return "/dev/shm"
 	}
 	return ""
+}
+
+// lookPathIn finds an executable name (without a slash) in the PATH of
+// env.
+func lookPathIn(name string, env []string) (string, bool) {
+	if strings.Contains(name, "/") {
+		return "", false
+	}
+	for _, kv := range env {
+		path, ok := strings.CutPrefix(kv, "PATH=")
+		if !ok {
+			continue
+		}
+		for _, d := range filepath.SplitList(path) {
+			if d == "" {
+				continue
+			}
+			p := filepath.Join(d, name)
+			if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+				return p, true
+			}
+		}
+	}
+	return "", false
 }

@@ -48,6 +48,10 @@ Running a command:
   emulated call on stderr. The tree is removed when COMMAND ends, unless
   --keep is given (then its path is printed on stderr).
 
+  lspci, lstopo and efap2p topo inside show the emulated machine, its CPUs
+  and NUMA nodes: HWLOC_FSROOT names the tree for hwloc, and an lspci first
+  on PATH passes it to libpci (-O sysfs.path=TREE/bus/pci).
+
   A program inside makes fake dma-bufs owned by the model's accelerators
   with libefasim's efasim_dmabuf_create(), declared in
     ` + headerFile("efasim.h") + `
