@@ -49,8 +49,9 @@ func (opt *RunOptions) logf(format string, args ...any) {
 // COMMAND): the machine's tree (WriteTree) in a new temporary directory,
 // the command's environment from EmulatorEnv, with EFAP2P_KERNEL set to
 // the machine's kernel release so that the oracle inside decides by the
-// emulated host's rules. The tree is removed when the command ends, unless
-// opt.Keep is set. Run returns the command's exit status as a shell
+// emulated host's rules. When the installed libefa does not claim the
+// machine's EFA devices, Run says so first (ProviderNote). The tree is
+// removed when the command ends, unless opt.Keep is set. Run returns the command's exit status as a shell
 // reports it: 128+N when signal N killed it, 127 when it cannot be found,
 // 126 when it cannot be run; SIGTERM and SIGHUP sent to this process are
 // passed on to it.
@@ -83,6 +84,9 @@ func Run(m *models.Machine, command []string, opt RunOptions) (int, error) {
 	}
 	if err := WriteTree(m, dir, topt); err != nil {
 		return 0, fmt.Errorf("sim: writing machine %s: %w", m.Name, err)
+	}
+	if note := ProviderNote(m); note != "" {
+		opt.logf("%s", note)
 	}
 	return runChild(command, EmulatorEnv(os.Environ(), dir, opt.Library, []string{p2p.KernelEnv}, p2p.KernelEnv+"="+m.KernelRelease().String()), opt)
 }
