@@ -70,15 +70,24 @@ type Options struct {
 	// value means the running kernel's (uname -r), or the newest rules
 	// when that cannot be read.
 	Kernel Release
+
+	kernelErr error // why Defaults.Options could not take $EFAP2P_KERNEL
 }
 
-// NewOracle returns an oracle over topo with default options.
-func NewOracle(topo *Topology) *Oracle { return NewOracleWith(topo, Options{}) }
+// NewOracle returns an oracle over topo with the defaults the library and
+// the tool take (Defaults): the machine's topology file and the kernel
+// release $EFAP2P_KERNEL names. NewOracleWith takes only what its Options
+// say.
+func NewOracle(topo *Topology) *Oracle { return NewOracleWith(topo, Defaults{}.Options(topo)) }
 
-// NewOracleWith returns an oracle over topo.
+// NewOracleWith returns an oracle over topo, with the options opts (the
+// zero value: no topology file, the running kernel's rules).
 func NewOracleWith(topo *Topology, opts Options) *Oracle {
 	o := &Oracle{topo: topo, opts: opts, dirty: map[uint64]*Verdict{}, wide: map[pair]*Verdict{}, warned: map[string]bool{}}
 	o.read.Store(&map[uint64]*Verdict{})
+	if opts.kernelErr != nil {
+		o.warn("%v", opts.kernelErr)
+	}
 	rel := opts.Kernel
 	if rel.IsZero() {
 		var err error

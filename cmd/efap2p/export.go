@@ -101,18 +101,13 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 	if *boot && *format != "json" {
 		return usagef("--boot writes a topology file: it takes --format json")
 	}
-	defaults := of.places()
-	of.inputs = []string{}
-	if *boot {
-		// the operator's file: the last default place
-		of.inputs = defaults[len(defaults)-1:]
-		if *out == "" {
-			*out = defaults[0]
-		}
-	}
+	of.export, of.boot = true, *boot
 	o, src, err := of.open()
 	if err != nil {
 		return err
+	}
+	if *boot && *out == "" {
+		*out = of.bootFile
 	}
 	var data []byte
 	switch *format {

@@ -8,12 +8,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/efap2p/efap2p/devices"
-	"github.com/efap2p/efap2p/internal/secenv"
 	"github.com/efap2p/efap2p/p2p"
 	"github.com/efap2p/efap2p/topoview"
 )
@@ -29,10 +25,11 @@ type oracleFlags struct {
 	kernel   *string // nil: --kernel not given
 	json     bool
 	stderr   io.Writer
-	// inputs, when not nil, are the topology files to read instead of the
-	// default places (export reads only the operator's file, and only
-	// with --boot).
-	inputs []string
+	// export is set for export, which reads only the operator's file,
+	// and only with boot (--boot); bootFile is then the boot-time file of
+	// the machine read, where export --boot writes by default.
+	export, boot bool
+	bootFile     string
 	// named is the topology file open read by name (--topology, or
 	// $EFAP2P_TOPOLOGY for this machine), "" for the default places.
 	named string
@@ -47,35 +44,6 @@ func (o *oracleFlags) register(fs *flag.FlagSet, withTopology bool) {
 	if withTopology {
 		fs.StringVar(&o.topology, "topology", "", "topology `FILE` written by 'efap2p export' (default $EFAP2P_TOPOLOGY, else "+p2p.BootTopologyFile+" or "+p2p.OperatorTopologyFile+"; with --sysfs DIR, DIR"+p2p.BootTopologyFile+" or DIR"+p2p.OperatorTopologyFile+")")
 	}
-}
-
-// otherMachine reports whether --sysfs names a tree other than the one
-// this process runs on ($SYSFS_PATH, else /sys): another machine's.
-func (o *oracleFlags) otherMachine() bool {
-	return o.sysfs != "" && filepath.Clean(o.sysfs) != filepath.Clean(p2p.SysfsRoot())
-}
-
-// places are the default places of the topology files of the machine the
-// command reads: another machine's tree (--sysfs DIR) has its own, below
-// DIR as efap2p sim lays them out; this machine's are
-// p2p.TopologyFileCandidates.
-func (o *oracleFlags) places() []string {
-	if o.otherMachine() {
-		root := strings.TrimRight(o.sysfs, "/")
-		return []string{root + p2p.BootTopologyFile, root + p2p.OperatorTopologyFile}
-	}
-	return p2p.TopologyFileCandidates()
-}
-
-// namedFile is the topology file named for the machine the command reads:
-// --topology FILE, else $EFAP2P_TOPOLOGY for this machine (not for
-// another machine's tree). A named file that is missing is said, as the
-// library says it; a missing default place is not.
-func (o *oracleFlags) namedFile() string {
-	if o.topology != "" || o.otherMachine() || secenv.Secure() {
-		return o.topology
-	}
-	return os.Getenv("EFAP2P_TOPOLOGY")
 }
 
 // registerJSON adds --json, for the commands that print JSON.
@@ -95,30 +63,35 @@ func (o *oracleFlags) open() (*p2p.Oracle, *p2p.Sysfs, error) {
 	if err != nil {
 		return nil, nil, inputError{err}
 	}
-	opts := p2p.Options{TopologyFiles: o.inputs}
-	if o.inputs == nil {
-		o.named = o.namedFile()
-		opts.TopologyFile = o.named
-		if o.named == "" {
-			opts.TopologyFiles = o.places()
-		}
+	// the machine's defaults, as the library takes them: a tree given
+	// with --sysfs is another machine, with topology files of its own
+	topo := p2p.NewTopology(src)
+	opts := p2p.Defaults{}.Options(topo)
+	places := opts.TopologyFiles
+	if opts.TopologyFile != "" {
+		places = []string{opts.TopologyFile}
 	}
 	switch {
-	case o.kernel != nil:
+	case o.export:
+		opts.TopologyFile, opts.TopologyFiles = "", []string{}
+		if o.boot {
+			opts.TopologyFiles, o.bootFile = places[len(places)-1:], places[0]
+		}
+	case o.topology != "":
+		opts.TopologyFile, opts.TopologyFiles = o.topology, nil
+	}
+	o.named = opts.TopologyFile
+	if o.kernel != nil {
 		r, err := p2p.ParseRelease(*o.kernel)
 		if err != nil {
 			return nil, nil, usagef("--kernel: %w", err)
 		}
 		opts.Kernel = r
-	default:
-		r, err := p2p.ReleaseFromEnv()
-		if err != nil {
-			return nil, nil, usageError{err}
-		}
-		opts.Kernel = r
+	} else if _, err := p2p.ReleaseFromEnv(); err != nil {
+		return nil, nil, usageError{err}
 	}
 	opts.Warnf = o.warnf()
-	return p2p.NewOracleWith(p2p.NewTopology(src), opts), src, nil
+	return p2p.NewOracleWith(topo, opts), src, nil
 }
 
 // warnf reports what the oracle works around on stderr.
