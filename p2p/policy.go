@@ -115,9 +115,15 @@ func (t *Topology) applyPolicy(ru *kernelRules, v *Verdict, p, c *Function) {
 		}
 	case PolicyNVIDIA:
 		t.nvidiaPolicy(v, p, c)
+		if v.Rule == RuleNoP2PDMA {
+			v.addReason("The nvidia driver never asks p2pdma, so a kernel without PCI_P2PDMA does not change its answer.")
+		}
 	case PolicyNeuron:
 		v.Outcome = OutcomeP2P
 		v.addReason("The Neuron driver exports the device memory and lets any importer attach (one at a time) without consulting the kernel's p2pdma check (aws-neuron-driver ndmabuf_attach), so the NIC's DMA goes straight to the Neuron device.")
+		if v.Rule == RuleNoP2PDMA {
+			v.addReason("A kernel without PCI_P2PDMA does not change that.")
+		}
 	default:
 		if v.MapType.Supported() {
 			v.Outcome = OutcomeP2P

@@ -103,9 +103,12 @@ const (
 	RuleACPI
 	// RuleTopologyFile: an operator's topology file gave the verdict.
 	RuleTopologyFile
+	// RuleNoP2PDMA: the kernel is built without PCI_P2PDMA, so its
+	// pci_p2pdma_distance is the stub that refuses every pair.
+	RuleNoP2PDMA
 )
 
-var ruleNames = []string{"none", "same-function", "common-upstream-bridge", "cpu-supports-p2pdma", "host-bridge-whitelist", "host-bridge-not-whitelisted", "acpi-hmat-p2p", "topology-file"}
+var ruleNames = []string{"none", "same-function", "common-upstream-bridge", "cpu-supports-p2pdma", "host-bridge-whitelist", "host-bridge-not-whitelisted", "acpi-hmat-p2p", "topology-file", "kernel-without-p2pdma"}
 
 // String returns a short kebab-case name, as in `explain --json`.
 func (r Rule) String() string { return enumName(ruleNames, r, "Rule") }
