@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -25,6 +26,7 @@ type oracleFlags struct {
 	sysfs    string
 	topology string
 	kernel   *string // nil: --kernel not given
+	kconfig  string  // --kernel-config
 	json     bool
 	stderr   io.Writer
 	// inputs, when not nil, are the topology files to read instead of the
@@ -39,6 +41,7 @@ func (o *oracleFlags) register(fs *flag.FlagSet, withTopology bool) {
 		o.kernel = &v
 		return nil
 	})
+	fs.StringVar(&o.kconfig, "kernel-config", "", "the kernel's build configuration `FILE` (as /boot/config-RELEASE, or /proc/config.gz), for whether it has PCI_P2PDMA (default $"+p2p.KernelConfigEnv+", else what the live system tells: /proc/config.gz, /boot/config-RELEASE, /proc/kallsyms)")
 	if withTopology {
 		fs.StringVar(&o.topology, "topology", "", "topology `FILE` written by 'efap2p export' (default $EFAP2P_TOPOLOGY, else "+p2p.BootTopologyFile+" or "+p2p.OperatorTopologyFile+")")
 	}
@@ -79,6 +82,19 @@ func (o *oracleFlags) open() (*p2p.Oracle, *p2p.Sysfs, error) {
 		}
 		opts.Kernel = r
 	}
+	if o.kconfig != "" {
+		k, err := p2p.ReadKernelConfigFile(o.kconfig)
+		if err != nil {
+			return nil, nil, inputError{fmt.Errorf("--kernel-config: %w", err)}
+		}
+		opts.KernelConfig = &k
+	} else {
+		k, err := p2p.KernelConfigFromEnv()
+		if err != nil {
+			return nil, nil, inputError{err}
+		}
+		opts.KernelConfig = k
+	}
 	opts.Warnf = o.warnf()
 	return p2p.NewOracleWith(p2p.NewTopology(src), opts), src, nil
 }
@@ -92,6 +108,7 @@ func (o *oracleFlags) warnf() func(string, ...any) {
 }
 
 const explainUsage = `Usage: efap2p explain [--sysfs DIR] [--topology FILE] [--kernel RELEASE] [--json] PROVIDER CLIENT
+       efap2p explain --all [--sysfs DIR] [--topology FILE] [--kernel RELEASE] [--json]
 
 The P2P DMA verdict for a DMA from CLIENT (e.g. a NIC) into memory owned by
 PROVIDER (e.g. a GPU), by both registration paths: the dma-buf one (the
@@ -109,6 +126,10 @@ writes it (0000:53:00.0, or 53:00.0 in domain 0000):
   efap2p explain GPU0 NIC3
   efap2p explain 53:00.0 rdmap79s0
 
+With --all, every ordered pair of PCI functions that are not PCI-to-PCI
+bridges, in address order: the pairs a kernel test module can ask the
+kernel about (docs/kernel-releases.md, "Checked against booted kernels").
+
 Options:
 `
 
@@ -117,8 +138,19 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 	of := oracleFlags{stderr: stderr}
 	of.register(fs, true)
 	of.registerJSON(fs)
+	all := fs.Bool("all", false, "every ordered pair of PCI functions that are not bridges, one line each (one JSON object a line with --json)")
 	if err := parseFlags(fs, args, explainUsage, stderr); err != nil {
 		return err
+	}
+	if *all {
+		if fs.NArg() != 0 {
+			return usagef("--all takes no PROVIDER or CLIENT (got %d arguments)", fs.NArg())
+		}
+		o, _, err := of.open()
+		if err != nil {
+			return err
+		}
+		return explainAll(o, of.json, stdout)
 	}
 	if fs.NArg() != 2 {
 		return usagef("needs a PROVIDER and a CLIENT (got %d arguments)", fs.NArg())
@@ -158,6 +190,7 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(w, "outcome\t%s (dma-buf: p2pdma and the exporter's rule)\n", v.Outcome)
 	fmt.Fprintf(w, "peer memory\t%s\n", peerMemLine(v.PeerMem))
 	fmt.Fprintf(w, "kernel\t%s\n", v.Kernel)
+	fmt.Fprintf(w, "p2pdma\t%s\n", o.KernelConfig().Describe())
 	if bw := v.BandwidthMBs(); bw > 0 {
 		fmt.Fprintf(w, "bandwidth\t%d MB/s (narrowest link)\n", bw)
 	}
@@ -182,6 +215,56 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "\nhint: %s\n", v.Hint)
 	}
 	return nil
+}
+
+// explainAll writes the verdict of every ordered pair of functions that are
+// not PCI-to-PCI bridges, in address order: the pairs a kernel can be asked
+// about (kerneltruth compares them with a booted kernel's).
+func explainAll(o *p2p.Oracle, asJSON bool, stdout io.Writer) error {
+	t := o.Topology()
+	addrs, err := t.Functions()
+	if err != nil {
+		return inputError{err}
+	}
+	var ends []p2p.Addr
+	for _, a := range addrs {
+		f, err := t.Function(a)
+		if err != nil {
+			return inputError{err}
+		}
+		at, err := f.Attrs()
+		if err != nil {
+			return inputError{fmt.Errorf("%s: %w", a, err)}
+		}
+		if !at.IsBridge() {
+			ends = append(ends, a)
+		}
+	}
+	bw := bufio.NewWriter(stdout)
+	enc := json.NewEncoder(bw)
+	w := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
+	if !asJSON {
+		fmt.Fprintln(w, "PROVIDER\tCLIENT\tMAP TYPE\tDISTANCE\tPATH\tRULE\tPOLICY\tOUTCOME")
+	}
+	for _, p := range ends {
+		for _, c := range ends {
+			v, err := o.Verdict(p, c)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if err := enc.Encode(v); err != nil {
+					return err
+				}
+				continue
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", p, c, v.MapType, v.Distance, v.Path, v.Rule, v.Policy, v.Outcome)
+		}
+	}
+	if !asJSON {
+		w.Flush()
+	}
+	return bw.Flush()
 }
 
 // peerMemLine describes the peer-memory path for explain.
