@@ -125,6 +125,9 @@ func (m *Machine) index() error {
 	if err := m.checkRootParents(); err != nil {
 		return err
 	}
+	if b := m.KernelBuild; b != nil && b.PCIP2PDMA != "y" && b.PCIP2PDMA != "n" {
+		return at([]any{"kernel_config", "pci_p2pdma"}, "kernel_config: pci_p2pdma %q (want \"y\" or \"n\")", b.PCIP2PDMA)
+	}
 	if err := m.checkACPI(); err != nil {
 		return err
 	}

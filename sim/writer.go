@@ -38,6 +38,11 @@ const (
 // the preload emulator (libefasim) the model's EFA devices and verdicts.
 const EmulatorConfigName = "efasim.conf"
 
+// KernelConfigName is the file, at the root of a written tree, that holds
+// the emulated kernel's build configuration (what its /boot/config-RELEASE
+// says of PCI_P2PDMA); `efap2p sim` names it in EFAP2P_KERNEL_CONFIG.
+const KernelConfigName = "kernel.config"
+
 // Write writes the model as a sysfs tree under dir (created if needed),
 // shaped as the kernel shapes /sys, plus the emulator's configuration.
 func (m *Machine) Write(dir string, opt WriteOptions) error {
@@ -76,6 +81,7 @@ func (w *treeWriter) write() error {
 		return err
 	}
 	w.file(filepath.Join(w.dir, EmulatorConfigName), conf)
+	w.file(filepath.Join(w.dir, KernelConfigName), w.m.KernelConfigFile())
 	return w.err
 }
 
@@ -385,7 +391,7 @@ func (m *Machine) emulatorConfig(opt WriteOptions) (string, error) {
 		listed[[2]p2p.Addr{p.Client, p.Provider}] = true
 		fmt.Fprintf(&b, "verdict %s %s %s\n", p.Client, p.Provider, p.ExpectedOutcome())
 	}
-	o := p2p.NewOracleWith(p2p.NewTopology(m.Source()), p2p.Options{Kernel: m.KernelRelease()})
+	o := p2p.NewOracleWith(p2p.NewTopology(m.Source()), m.OracleOptions())
 	for _, nic := range m.EFANICs() {
 		for _, f := range m.Functions() {
 			if f.IsBridge() || listed[[2]p2p.Addr{nic.Addr, f.Addr}] {
