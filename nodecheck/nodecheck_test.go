@@ -46,7 +46,12 @@ func run(t *testing.T, dir, topology string, opt nodecheck.Options) *nodecheck.R
 	if err != nil {
 		t.Fatal(err)
 	}
-	opt.Oracle = p2p.NewOracleWith(p2p.NewTopology(src), p2p.Options{TopologyFile: topology})
+	// The written tree's kernel.config, as efap2p sim names it.
+	var kc *p2p.KernelConfig
+	if k, err := p2p.ReadKernelConfigFile(filepath.Join(dir, sim.KernelConfigName)); err == nil {
+		kc = &k
+	}
+	opt.Oracle = p2p.NewOracleWith(p2p.NewTopology(src), p2p.Options{TopologyFile: topology, KernelConfig: kc})
 	opt.Root, opt.TopologyFile = dir, topology
 	if opt.Kernel == "" {
 		opt.Kernel = newKernel
