@@ -494,11 +494,11 @@ func TestEFADriverKinds(t *testing.T) {
 
 // TestRefusedAndBounced: intel-acs-switch's switch ports redirect (ACS)
 // and its host bridge is not whitelisted: the kernel's rule refuses every
-// pair; xe refuses with it, amdgpu bounces instead.
+// pair; habanalabs refuses with it, amdgpu bounces instead.
 func TestRefusedAndBounced(t *testing.T) {
 	m := builtin(t, "intel-acs-switch")
-	// GPU0 under xe: the kernel's rule decides, and refuses.
-	m.Function(p2p.MustParseAddr("0000:03:00.0")).Driver = "xe"
+	// GPU0 under habanalabs: the kernel's rule decides, and refuses.
+	m.Function(p2p.MustParseAddr("0000:03:00.0")).Driver = "habanalabs"
 	r := run(t, write(t, m, sim.WriteOptions{}), "", nodecheck.Options{})
 	ref, bounce := finding(r, "p2p-refused"), finding(r, "p2p-bounced")
 	if r.Status != nodecheck.StatusDegraded || ref == nil || bounce == nil {

@@ -264,6 +264,20 @@ func (m *Machine) checkExpect(i int) error {
 		if e.Outcome != OutcomeP2P {
 			return at(sub(path, "outcome"), "expected[%d]: the Neuron driver allows every importer: outcome p2p, not %q", i, e.Outcome)
 		}
+	case p2p.PolicyXe:
+		// Like amdgpu: refused by the kernel, xe bounces; allowed, it keeps
+		// a pinned buffer in VRAM from 6.19 and bounces it before.
+		if !e.MapType.Supported() && e.Outcome != OutcomeBounced || e.Outcome == OutcomeRefused {
+			return at(sub(path, "outcome"), "expected[%d]: xe with %s gives outcome bounced (or p2p where the kernel allows it), not %q", i, e.MapType, e.Outcome)
+		}
+	case p2p.PolicyVFIO:
+		if e.Outcome == OutcomeBounced {
+			return at(sub(path, "outcome"), "expected[%d]: vfio-pci never bounces: its BAR is shared or refused", i)
+		}
+	case p2p.PolicyI915:
+		if e.Outcome != "" && e.Outcome != OutcomeBounced {
+			return at(sub(path, "outcome"), "expected[%d]: i915 moves every exported buffer to system memory: outcome bounced, not %q", i, e.Outcome)
+		}
 	}
 	switch e.PeerMem {
 	case "", OutcomeP2P, OutcomeRefused, "unknown":
