@@ -138,7 +138,8 @@ type Function struct {
 	// function has it.
 	ExtCaps []string `json:"ext_caps,omitempty"`
 	// ConfigSize is the size of the config file: 4096 (PCIe, default) or
-	// 256 (conventional PCI).
+	// 256 (conventional PCI; the default of a host bridge, which has no
+	// PCIe capability, without ACS or ext_caps).
 	ConfigSize int `json:"config_size,omitempty"`
 	// EFA marks an EFA NIC.
 	EFA *EFA `json:"efa,omitempty"`

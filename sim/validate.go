@@ -439,7 +439,13 @@ func (x *indexer) indexFunction(rb *RootBus, parent, physfn, f *Function, domain
 	}
 	switch f.ConfigSize {
 	case 0:
+		// Linux sizes config space 4096 for a PCIe function and 256 for one
+		// without a PCIe capability (pci_cfg_space_size), as a host bridge
+		// is here, unless the model gives it extended capabilities.
 		f.ConfigSize = 4096
+		if f.Kind == KindHostBridge && f.ACS == nil && len(f.ExtCaps) == 0 {
+			f.ConfigSize = 256
+		}
 	case 256, 4096:
 	default:
 		return at(sub(f.path, "config_size"), "%s: config_size %d (want 256 or 4096)", f.Addr, f.ConfigSize)
