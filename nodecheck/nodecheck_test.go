@@ -589,3 +589,45 @@ func TestHostileTree(t *testing.T) {
 		t.Fatal("the check hangs on a FIFO")
 	}
 }
+
+// TestKernelWithoutP2PDMA: Debian 12's stock kernel has no PCI_P2PDMA.
+// On debian12-stock the Gaudi2 (habanalabs) and the MI100 (amdgpu) ask
+// p2pdma: the error names them and says where the configuration was read;
+// with NVIDIA's exporter in their place it changes nothing (a note); a
+// tree whose configuration nothing gives says it does not know.
+func TestKernelWithoutP2PDMA(t *testing.T) {
+	m := builtin(t, "debian12-stock")
+	dir := write(t, m, sim.WriteOptions{})
+	r := run(t, dir, "", nodecheck.Options{Kernel: "6.1.0-57-amd64"})
+	f := finding(r, "kernel-without-p2pdma")
+	if f == nil || f.Severity != nodecheck.SeverityError || len(f.Subjects) != 2 ||
+		!strings.Contains(f.Message, "built without PCI_P2PDMA") || !strings.Contains(f.Message, "habanalabs") || !strings.Contains(f.Fix, "CONFIG_PCI_P2PDMA=y") {
+		t.Fatalf("finding %+v (findings %v)", f, codes(r))
+	}
+	if k := r.Host.KernelP2PDMA; k.P2PDMA != p2p.BuiltNo || !strings.HasSuffix(k.Source, sim.KernelConfigName) {
+		t.Errorf("host.kernel_p2pdma %+v", k)
+	}
+	for _, p := range r.Pairs {
+		if p.P2P || p.DMABuf.MapType != "NOT_SUPPORTED" {
+			t.Errorf("%s -> %s: p2p %v map %s; want NOT_SUPPORTED, no P2P", p.Accelerator, p.NIC, p.P2P, p.DMABuf.MapType)
+		}
+	}
+	for _, a := range []string{"0000:03:00.0", "0000:05:00.0"} {
+		f := m.Function(p2p.MustParseAddr(a))
+		f.Vendor, f.Device, f.Class, f.Driver = 0x10de, 0x2331, 0x030200, "nvidia"
+	}
+	r = run(t, write(t, m, sim.WriteOptions{}), "", nodecheck.Options{Kernel: "6.1.0-57-amd64"})
+	if f := finding(r, "kernel-without-p2pdma"); f != nil {
+		t.Errorf("NVIDIA's exporter does not ask p2pdma, yet %+v", f)
+	}
+	if !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, "never ask p2pdma") }) {
+		t.Errorf("notes %q lack the NVIDIA note", r.Notes)
+	}
+	// No kernel.config: nothing tells.
+	os.Remove(filepath.Join(dir, sim.KernelConfigName))
+	r = run(t, dir, "", nodecheck.Options{Kernel: "6.1.0-57-amd64"})
+	if r.Host.KernelP2PDMA.P2PDMA != p2p.BuiltUnknown || finding(r, "kernel-without-p2pdma") != nil ||
+		!slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, "is not known") }) {
+		t.Errorf("unknown: %+v, notes %q, findings %v", r.Host.KernelP2PDMA, r.Notes, codes(r))
+	}
+}
