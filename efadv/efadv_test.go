@@ -13,8 +13,8 @@ import (
 
 	"github.com/efap2p/efap2p/efadv"
 	"github.com/efap2p/efap2p/internal/simtest"
+	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/p2p"
-	"github.com/efap2p/efap2p/sim"
 	"github.com/efap2p/efap2p/verbs"
 )
 
@@ -131,7 +131,7 @@ type verdict struct {
 // client is an EFA NIC, through the NIC's context.
 func TestQueryP2PExpected(t *testing.T) {
 	m := simtest.Require(t)
-	nics := map[p2p.Addr]*sim.Function{}
+	nics := map[p2p.Addr]*models.Function{}
 	for _, f := range m.EFANICs() {
 		nics[f.Addr] = f
 	}

@@ -10,18 +10,18 @@ import (
 	"os"
 	"strings"
 
+	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/nccltopo"
 	"github.com/efap2p/efap2p/p2p"
-	"github.com/efap2p/efap2p/sim"
 )
 
 // An NCCL_TOPO_FILE for p5.48xlarge, here written as a sysfs tree by
-// package sim (on a host: p2p.SysfsRoot(), and run as root so that every
+// package models (on a host: p2p.SysfsRoot(), and run as root so that every
 // verdict is certain). The example prints the first switch of the file:
 // its upstream port holds the GPU and four EFA NICs directly, as NCCL reads
 // sysfs, and every one of them has gdr="1".
 func ExampleMarshal() {
-	m, err := sim.Builtin("p5.48xlarge")
+	m, err := models.Builtin("p5.48xlarge")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func ExampleMarshal() {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(root)
-	if err := m.Write(root, sim.WriteOptions{}); err != nil {
+	if err := m.Write(root, models.WriteOptions{}); err != nil {
 		log.Fatal(err)
 	}
 	src, err := p2p.OpenSysfs(root)

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/p2p"
-	"github.com/efap2p/efap2p/sim"
 )
 
 // xnode is an element of a parsed topology XML.
@@ -166,9 +166,9 @@ func ncclPathType(gpuPCI, nicPCI *xnode) string {
 
 // nearestSwitch returns the upstream port of the nearest switch above f in
 // the model, or nil.
-func nearestSwitch(f *sim.Function) *sim.Function {
+func nearestSwitch(f *models.Function) *models.Function {
 	for p := f.Parent(); p != nil; p = p.Parent() {
-		if p.Kind == sim.KindSwitchUpstream {
+		if p.Kind == models.KindSwitchUpstream {
 			return p
 		}
 	}
@@ -177,7 +177,7 @@ func nearestSwitch(f *sim.Function) *sim.Function {
 
 // checkPlace checks that the element of f sits under the element of its
 // nearest switch (or directly under the CPU of its NUMA node), and so on up.
-func checkPlace(t *testing.T, pt *parsedTopo, f *sim.Function, what string) {
+func checkPlace(t *testing.T, pt *parsedTopo, f *models.Function, what string) {
 	t.Helper()
 	el := pt.pci[f.Addr.String()]
 	for f != nil {
@@ -197,14 +197,14 @@ func checkPlace(t *testing.T, pt *parsedTopo, f *sim.Function, what string) {
 }
 
 // writeTree writes a built-in model's sysfs tree.
-func writeTree(t *testing.T, name string) (*sim.Machine, string) {
+func writeTree(t *testing.T, name string) (*models.Machine, string) {
 	t.Helper()
-	m, err := sim.Builtin(name)
+	m, err := models.Builtin(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if err := m.Write(dir, sim.WriteOptions{}); err != nil {
+	if err := m.Write(dir, models.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return m, dir
@@ -212,7 +212,7 @@ func writeTree(t *testing.T, name string) (*sim.Machine, string) {
 
 // openOracle returns an oracle over the tree at dir, deciding by the
 // rules of the model's kernel release as the emulated host does.
-func openOracle(t *testing.T, m *sim.Machine, dir string) (*p2p.Oracle, *p2p.Sysfs) {
+func openOracle(t *testing.T, m *models.Machine, dir string) (*p2p.Oracle, *p2p.Sysfs) {
 	t.Helper()
 	src, err := p2p.OpenSysfs(dir)
 	if err != nil {
@@ -222,7 +222,7 @@ func openOracle(t *testing.T, m *sim.Machine, dir string) (*p2p.Oracle, *p2p.Sys
 }
 
 // marshalTree returns Marshal's XML for the tree at dir written from m.
-func marshalTree(t *testing.T, m *sim.Machine, dir string, opts Options) []byte {
+func marshalTree(t *testing.T, m *models.Machine, dir string, opts Options) []byte {
 	t.Helper()
 	o, src := openOracle(t, m, dir)
 	opts.Model = m.Name
@@ -238,14 +238,14 @@ func marshalTree(t *testing.T, m *sim.Machine, dir string, opts Options) []byte 
 // the XML is the oracle's class for every GPU-NIC pair, and the gdr
 // attributes follow the oracle.
 func TestNCCLTopologyModels(t *testing.T) {
-	for _, name := range sim.BuiltinNames() {
+	for _, name := range models.BuiltinNames() {
 		t.Run(name, func(t *testing.T) {
-			m, err := sim.Builtin(name)
+			m, err := models.Builtin(name)
 			if err != nil {
 				t.Fatal(err)
 			}
 			dir := t.TempDir()
-			if err := m.Write(dir, sim.WriteOptions{}); err != nil {
+			if err := m.Write(dir, models.WriteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			data := marshalTree(t, m, dir, Options{})
@@ -255,7 +255,7 @@ func TestNCCLTopologyModels(t *testing.T) {
 			}
 			o, _ := openOracle(t, m, dir)
 
-			var gpus, nics []*sim.Function
+			var gpus, nics []*models.Function
 			for _, f := range m.Functions() {
 				switch {
 				case uint32(f.Class)>>16 == 0x03:
@@ -485,12 +485,12 @@ func TestNCCLTopologyDivergence(t *testing.T) {
 			"0000:05:00.0", "0000:06:00.0", "PXB", "PIX", "PXB", "rdmap6s0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := sim.Parse([]byte(fmt.Sprintf(head, tc.name, tc.children)), tc.name+".json")
+			m, err := models.Parse([]byte(fmt.Sprintf(head, tc.name, tc.children)), tc.name+".json")
 			if err != nil {
 				t.Fatal(err)
 			}
 			dir := t.TempDir()
-			if err := m.Write(dir, sim.WriteOptions{}); err != nil {
+			if err := m.Write(dir, models.WriteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			data := marshalTree(t, m, dir, Options{})
@@ -667,7 +667,7 @@ func TestNCCLTopologyOptions(t *testing.T) {
 	}
 
 	hidden := t.TempDir()
-	if err := m.Write(hidden, sim.WriteOptions{ConfigBytes: 64}); err != nil {
+	if err := m.Write(hidden, models.WriteOptions{ConfigBytes: 64}); err != nil {
 		t.Fatal(err)
 	}
 	o, src = openOracle(t, m, hidden)

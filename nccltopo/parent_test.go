@@ -5,8 +5,8 @@ package nccltopo
 import (
 	"testing"
 
+	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/p2p"
-	"github.com/efap2p/efap2p/sim"
 )
 
 func TestPathType(t *testing.T) {
@@ -35,7 +35,7 @@ func TestParent(t *testing.T) {
 		// The nested switch: 1d:00.0 below switch 1b:00.0 below switch 17:00.0.
 		{"intel-icelake-2rootbus", "0000:1d:00.0", []string{"0000:1b:00.0", "0000:17:00.0"}},
 	} {
-		m, err := sim.Builtin(tc.machine)
+		m, err := models.Builtin(tc.machine)
 		if err != nil {
 			t.Fatal(err)
 		}

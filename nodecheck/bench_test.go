@@ -6,20 +6,20 @@ import (
 	"io"
 	"testing"
 
+	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/nodecheck"
 	"github.com/efap2p/efap2p/p2p"
-	"github.com/efap2p/efap2p/sim"
 )
 
 // BenchmarkCheckP5Cold: the whole check of the emulated p5.48xlarge in a
 // fresh oracle each iteration (every sysfs read included), and its text.
 func BenchmarkCheckP5Cold(b *testing.B) {
-	m, err := sim.Builtin("p5.48xlarge")
+	m, err := models.Builtin("p5.48xlarge")
 	if err != nil {
 		b.Fatal(err)
 	}
 	dir := b.TempDir()
-	if err := m.Write(dir, sim.WriteOptions{}); err != nil {
+	if err := m.Write(dir, models.WriteOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()

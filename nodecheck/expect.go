@@ -8,16 +8,16 @@ import (
 	"strings"
 
 	"github.com/efap2p/efap2p/internal/pciclass"
+	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/p2p"
-	"github.com/efap2p/efap2p/sim"
 )
 
 // LookupModel returns the built-in machine model of an EC2 instance type
 // (p5.48xlarge, p4d.24xlarge, ...), or nil when efap2p has none.
-func LookupModel(instanceType string) *sim.Machine {
-	for _, n := range sim.BuiltinNames() {
+func LookupModel(instanceType string) *models.Machine {
+	for _, n := range models.BuiltinNames() {
 		if n == instanceType {
-			m, err := sim.Builtin(n)
+			m, err := models.Builtin(n)
 			if err == nil {
 				return m
 			}
@@ -34,7 +34,7 @@ type modelLayout struct {
 	local        map[p2p.Addr]ExpectedLocal
 }
 
-func layoutOf(m *sim.Machine) modelLayout {
+func layoutOf(m *models.Machine) modelLayout {
 	l := modelLayout{local: map[p2p.Addr]ExpectedLocal{}}
 	isEFA := map[p2p.Addr]bool{}
 	for _, f := range m.EFANICs() {
@@ -60,7 +60,7 @@ func layoutOf(m *sim.Machine) modelLayout {
 	}
 	for _, p := range pairs {
 		b, ok := best[p.Provider]
-		if !ok || !isEFA[p.Client] || p.Path != b || p.ExpectedOutcome() != sim.OutcomeP2P {
+		if !ok || !isEFA[p.Client] || p.Path != b || p.ExpectedOutcome() != models.OutcomeP2P {
 			continue
 		}
 		e := l.local[p.Provider]

@@ -72,3 +72,16 @@ func dmabufSupport(kernel string, drv EFADriver) DMABufSupport {
 func parseDriverVersion(s string) ([3]int, bool) {
 	return modversion.Parse(strings.TrimRight(strings.TrimSpace(s), "abcdefghijklmnopqrstuvwxyz"))
 }
+
+func (c *checker) readKernel() {
+	h := &c.r.Host
+	h.Kernel, h.KernelSource = c.opt.Kernel, "option"
+	if h.Kernel == "" {
+		h.Kernel, h.KernelSource = runningKernel(), "running"
+	}
+	h.DMABuf = dmabufSupport(h.Kernel, h.EFADriver)
+	h.KernelP2PDMA = c.o.KernelConfig()
+	if _, err := p2p.ParseRelease(h.Kernel); err != nil {
+		c.note("%v: the kernel's dma-buf support was not judged.", err)
+	}
+}

@@ -12,28 +12,36 @@ import (
 	"testing"
 	"time"
 
+	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/nodecheck"
 	"github.com/efap2p/efap2p/p2p"
-	"github.com/efap2p/efap2p/sim"
 )
 
 // A recent kernel, so that the answers do not depend on the machine the
 // tests run on.
 const newKernel = "6.8.0-1015-aws"
 
-func builtin(t *testing.T, name string) *sim.Machine {
+func builtin(t *testing.T, name string) *models.Machine {
 	t.Helper()
-	m, err := sim.Builtin(name)
+	m, err := models.Builtin(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return m
 }
 
-func write(t *testing.T, m *sim.Machine, opt sim.WriteOptions) string {
+// kernelConfigName is the file an emulated host keeps its kernel's
+// configuration in (kernelConfigName): write puts the model's there,
+// and run gives it to the oracle, as efap2p sim does.
+const kernelConfigName = "kernel.config"
+
+func write(t *testing.T, m *models.Machine, opt models.WriteOptions) string {
 	t.Helper()
 	dir := t.TempDir()
 	if err := m.Write(dir, opt); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, kernelConfigName), []byte(m.KernelConfigFile()), 0o444); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -46,9 +54,8 @@ func run(t *testing.T, dir, topology string, opt nodecheck.Options) *nodecheck.R
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The written tree's kernel.config, as efap2p sim names it.
 	var kc *p2p.KernelConfig
-	if k, err := p2p.ReadKernelConfigFile(filepath.Join(dir, sim.KernelConfigName)); err == nil {
+	if k, err := p2p.ReadKernelConfigFile(filepath.Join(dir, kernelConfigName)); err == nil {
 		kc = &k
 	}
 	opt.Oracle = p2p.NewOracleWith(p2p.NewTopology(src), p2p.Options{TopologyFile: topology, KernelConfig: kc})
@@ -114,7 +121,7 @@ var p5Local = map[string][]string{
 // modules: every GPU has true P2P with its 4 switch-local NICs, the
 // layout is the model's, no finding, exit 0, and one screen of text.
 func TestHealthyP5(t *testing.T) {
-	r := run(t, write(t, builtin(t, "p5.48xlarge"), sim.WriteOptions{}), "", nodecheck.Options{})
+	r := run(t, write(t, builtin(t, "p5.48xlarge"), models.WriteOptions{}), "", nodecheck.Options{})
 	if r.Status != nodecheck.StatusOK || r.ExitCode != 0 || len(r.Findings) != 0 {
 		t.Fatalf("status %s exit %d findings %v; want ok, 0, none", r.Status, r.ExitCode, codes(r))
 	}
@@ -168,7 +175,7 @@ func TestDegraded(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		edit    func(t *testing.T, m *sim.Machine) *sim.Machine
+		edit    func(t *testing.T, m *models.Machine) *models.Machine
 		topo    func(t *testing.T, dir string) string
 		code    string
 		message string   // the finding's message contains it
@@ -177,7 +184,7 @@ func TestDegraded(t *testing.T) {
 	}{
 		{
 			name: "nic-removed",
-			edit: func(t *testing.T, m *sim.Machine) *sim.Machine {
+			edit: func(t *testing.T, m *models.Machine) *models.Machine {
 				m, err := m.Without(addrs("0000:a6:00.0", "0000:a7:00.0")...)
 				if err != nil {
 					t.Fatal(err)
@@ -210,10 +217,10 @@ func TestDegraded(t *testing.T) {
 		},
 		{
 			name: "peer-memory-module-missing",
-			edit: func(t *testing.T, m *sim.Machine) *sim.Machine {
+			edit: func(t *testing.T, m *models.Machine) *models.Machine {
 				empty := ""
 				m.Module("efa").P2P = &empty
-				m.Modules = slices.DeleteFunc(m.Modules, func(mod sim.Module) bool { return mod.Name == "efa_nv_peermem" })
+				m.Modules = slices.DeleteFunc(m.Modules, func(mod models.Module) bool { return mod.Name == "efa_nv_peermem" })
 				return m
 			},
 			code:    "peer-memory-missing",
@@ -222,7 +229,7 @@ func TestDegraded(t *testing.T) {
 		},
 		{
 			name: "no-accelerator",
-			edit: func(t *testing.T, m *sim.Machine) *sim.Machine {
+			edit: func(t *testing.T, m *models.Machine) *models.Machine {
 				m, err := m.Without(gpus()...)
 				if err != nil {
 					t.Fatal(err)
@@ -236,7 +243,7 @@ func TestDegraded(t *testing.T) {
 		},
 		{
 			name: "gpu-without-driver",
-			edit: func(t *testing.T, m *sim.Machine) *sim.Machine {
+			edit: func(t *testing.T, m *models.Machine) *models.Machine {
 				m.Function(p2p.MustParseAddr("0000:53:00.0")).Driver = ""
 				return m
 			},
@@ -246,7 +253,7 @@ func TestDegraded(t *testing.T) {
 		},
 		{
 			name: "nic-without-driver",
-			edit: func(t *testing.T, m *sim.Machine) *sim.Machine {
+			edit: func(t *testing.T, m *models.Machine) *models.Machine {
 				m.Function(p2p.MustParseAddr("0000:c9:00.0")).Driver = ""
 				return m
 			},
@@ -261,7 +268,7 @@ func TestDegraded(t *testing.T) {
 			if tt.edit != nil {
 				m = tt.edit(t, m)
 			}
-			dir := write(t, m, sim.WriteOptions{})
+			dir := write(t, m, models.WriteOptions{})
 			topo := ""
 			if tt.topo != nil {
 				topo = tt.topo(t, dir)
@@ -305,7 +312,7 @@ func TestNICRemovedLocalNICs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := run(t, write(t, m, sim.WriteOptions{}), "", nodecheck.Options{})
+	r := run(t, write(t, m, models.WriteOptions{}), "", nodecheck.Options{})
 	f := finding(r, "local-p2p-missing")
 	if f == nil || !strings.Contains(f.Message, "GPU5 0000:a8:00.0: expected true P2P with its 4 switch-local EFA NICs for p5.48xlarge, has it with 2: 0000:a6:00.0 not present, 0000:a7:00.0 not present") {
 		t.Fatalf("local-p2p-missing: %+v", f)
@@ -323,7 +330,7 @@ func TestNICRemovedLocalNICs(t *testing.T) {
 // TestBlockedNICPaths: the firmware-blocked NIC of a topology file
 // refuses both paths of its pairs, and only those.
 func TestBlockedNICPaths(t *testing.T) {
-	dir := write(t, builtin(t, "p5.48xlarge"), sim.WriteOptions{})
+	dir := write(t, builtin(t, "p5.48xlarge"), models.WriteOptions{})
 	tf := p2p.NewTopologyFile("test")
 	tf.NICs = []p2p.TopoNIC{{Addr: p2p.MustParseAddr("0000:4f:00.0"), PeerAccessBlocked: true}}
 	data, _ := tf.Marshal()
@@ -366,7 +373,7 @@ func TestBlockedNICPaths(t *testing.T) {
 // certain again.
 func TestUnprivileged(t *testing.T) {
 	m := builtin(t, "p5.48xlarge")
-	dir := write(t, m, sim.WriteOptions{ConfigBytes: 64})
+	dir := write(t, m, models.WriteOptions{ConfigBytes: 64})
 	r := run(t, dir, "", nodecheck.Options{})
 	if r.Status != nodecheck.StatusUnknown || r.ExitCode != 3 || r.LineExitCode() != 2 {
 		t.Fatalf("status %s exit %d line exit %d; want unknown, 3, 2 (findings %v)", r.Status, r.ExitCode, r.LineExitCode(), codes(r))
@@ -395,7 +402,7 @@ func TestUnprivileged(t *testing.T) {
 	}
 
 	// The fix: a topology file exported where config space is readable.
-	root := write(t, m, sim.WriteOptions{})
+	root := write(t, m, models.WriteOptions{})
 	src, _ := p2p.OpenSysfs(root)
 	o := p2p.NewOracle(p2p.NewTopology(src))
 	tf := p2p.NewTopologyFile("test")
@@ -420,8 +427,8 @@ func TestUnprivileged(t *testing.T) {
 // TestKernel: dma-buf registration needs uverbs (5.12) and, with the
 // in-tree EFA driver, its dma-buf support (5.16).
 func TestKernel(t *testing.T) {
-	p4d := write(t, builtin(t, "p4d.24xlarge"), sim.WriteOptions{})
-	p5 := write(t, builtin(t, "p5.48xlarge"), sim.WriteOptions{})
+	p4d := write(t, builtin(t, "p4d.24xlarge"), models.WriteOptions{})
+	p5 := write(t, builtin(t, "p5.48xlarge"), models.WriteOptions{})
 	tests := []struct {
 		dir, kernel string
 		status      nodecheck.Status
@@ -465,7 +472,7 @@ func TestKernel(t *testing.T) {
 // TestEFADriverKinds: in-tree and out-of-tree, told apart from
 // module/efa and the p2p attribute.
 func TestEFADriverKinds(t *testing.T) {
-	r := run(t, write(t, builtin(t, "p4d.24xlarge"), sim.WriteOptions{}), "", nodecheck.Options{})
+	r := run(t, write(t, builtin(t, "p4d.24xlarge"), models.WriteOptions{}), "", nodecheck.Options{})
 	if d := r.Host.EFADriver; d.Kind != nodecheck.DriverInTree || d.PeerMemory != nil || d.Version != "" {
 		t.Errorf("p4d: %+v; want in-tree", d)
 	}
@@ -481,12 +488,12 @@ func TestEFADriverKinds(t *testing.T) {
 	// and taint, no p2p attribute.
 	m := builtin(t, "p5.48xlarge")
 	m.Module("efa").P2P = nil
-	r = run(t, write(t, m, sim.WriteOptions{}), "", nodecheck.Options{})
+	r = run(t, write(t, m, models.WriteOptions{}), "", nodecheck.Options{})
 	if d := r.Host.EFADriver; d.Kind != nodecheck.DriverOutOfTree || d.Version != "2.17.3g" || d.PeerMemory != nil || !strings.Contains(d.Evidence, "version") {
 		t.Errorf("out-of-tree without p2p: %+v", d)
 	}
 	// A model without modules: the driver's kind cannot be told.
-	r = run(t, write(t, builtin(t, "intel-acs-switch"), sim.WriteOptions{}), "", nodecheck.Options{})
+	r = run(t, write(t, builtin(t, "intel-acs-switch"), models.WriteOptions{}), "", nodecheck.Options{})
 	if d := r.Host.EFADriver; d.Kind != nodecheck.DriverUnknown || r.Host.Modules != nil {
 		t.Errorf("no modules: %+v, modules %v", d, r.Host.Modules)
 	}
@@ -499,7 +506,7 @@ func TestRefusedAndBounced(t *testing.T) {
 	m := builtin(t, "intel-acs-switch")
 	// GPU0 under habanalabs: the kernel's rule decides, and refuses.
 	m.Function(p2p.MustParseAddr("0000:03:00.0")).Driver = "habanalabs"
-	r := run(t, write(t, m, sim.WriteOptions{}), "", nodecheck.Options{})
+	r := run(t, write(t, m, models.WriteOptions{}), "", nodecheck.Options{})
 	ref, bounce := finding(r, "p2p-refused"), finding(r, "p2p-bounced")
 	if r.Status != nodecheck.StatusDegraded || ref == nil || bounce == nil {
 		t.Fatalf("status %s findings %v; want p2p-refused and p2p-bounced", r.Status, codes(r))
@@ -514,7 +521,7 @@ func TestRefusedAndBounced(t *testing.T) {
 
 // TestExpectOption: --expect compares with a model the DMI does not name.
 func TestExpectOption(t *testing.T) {
-	r := run(t, write(t, builtin(t, "p4d.24xlarge"), sim.WriteOptions{}), "", nodecheck.Options{Expect: builtin(t, "p5.48xlarge")})
+	r := run(t, write(t, builtin(t, "p4d.24xlarge"), models.WriteOptions{}), "", nodecheck.Options{Expect: builtin(t, "p5.48xlarge")})
 	if r.Expected == nil || r.Expected.Model != "p5.48xlarge" || r.Expected.Source != "option" || r.Expected.Match {
 		t.Fatalf("expected %+v", r.Expected)
 	}
@@ -541,7 +548,7 @@ func TestNoEFADevice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := run(t, write(t, m, sim.WriteOptions{}), "", nodecheck.Options{})
+	r := run(t, write(t, m, models.WriteOptions{}), "", nodecheck.Options{})
 	if f := finding(r, "no-efa-device"); f == nil || r.ExitCode != 1 || r.Host.EFADriver.Kind != nodecheck.DriverNone {
 		t.Errorf("findings %v exit %d driver %+v", codes(r), r.ExitCode, r.Host.EFADriver)
 	}
@@ -557,7 +564,7 @@ func TestRunNeedsOracle(t *testing.T) {
 // attributes (DMI, module versions, the p2p attribute) are errors it
 // works around, never a hang.
 func TestHostileTree(t *testing.T) {
-	dir := write(t, builtin(t, "p5.48xlarge"), sim.WriteOptions{})
+	dir := write(t, builtin(t, "p5.48xlarge"), models.WriteOptions{})
 	replace := func(rel string, make func(string) error) {
 		p := filepath.Join(dir, rel)
 		if err := os.Remove(p); err != nil {
@@ -597,14 +604,14 @@ func TestHostileTree(t *testing.T) {
 // tree whose configuration nothing gives says it does not know.
 func TestKernelWithoutP2PDMA(t *testing.T) {
 	m := builtin(t, "debian12-stock")
-	dir := write(t, m, sim.WriteOptions{})
+	dir := write(t, m, models.WriteOptions{})
 	r := run(t, dir, "", nodecheck.Options{Kernel: "6.1.0-57-amd64"})
 	f := finding(r, "kernel-without-p2pdma")
 	if f == nil || f.Severity != nodecheck.SeverityError || len(f.Subjects) != 2 ||
 		!strings.Contains(f.Message, "built without PCI_P2PDMA") || !strings.Contains(f.Message, "habanalabs") || !strings.Contains(f.Fix, "CONFIG_PCI_P2PDMA=y") {
 		t.Fatalf("finding %+v (findings %v)", f, codes(r))
 	}
-	if k := r.Host.KernelP2PDMA; k.P2PDMA != p2p.BuiltNo || !strings.HasSuffix(k.Source, sim.KernelConfigName) {
+	if k := r.Host.KernelP2PDMA; k.P2PDMA != p2p.BuiltNo || !strings.HasSuffix(k.Source, kernelConfigName) {
 		t.Errorf("host.kernel_p2pdma %+v", k)
 	}
 	for _, p := range r.Pairs {
@@ -616,7 +623,7 @@ func TestKernelWithoutP2PDMA(t *testing.T) {
 		f := m.Function(p2p.MustParseAddr(a))
 		f.Vendor, f.Device, f.Class, f.Driver = 0x10de, 0x2331, 0x030200, "nvidia"
 	}
-	r = run(t, write(t, m, sim.WriteOptions{}), "", nodecheck.Options{Kernel: "6.1.0-57-amd64"})
+	r = run(t, write(t, m, models.WriteOptions{}), "", nodecheck.Options{Kernel: "6.1.0-57-amd64"})
 	if f := finding(r, "kernel-without-p2pdma"); f != nil {
 		t.Errorf("NVIDIA's exporter does not ask p2pdma, yet %+v", f)
 	}
@@ -624,7 +631,7 @@ func TestKernelWithoutP2PDMA(t *testing.T) {
 		t.Errorf("notes %q lack the NVIDIA note", r.Notes)
 	}
 	// No kernel.config: nothing tells.
-	os.Remove(filepath.Join(dir, sim.KernelConfigName))
+	os.Remove(filepath.Join(dir, kernelConfigName))
 	r = run(t, dir, "", nodecheck.Options{Kernel: "6.1.0-57-amd64"})
 	if r.Host.KernelP2PDMA.P2PDMA != p2p.BuiltUnknown || finding(r, "kernel-without-p2pdma") != nil ||
 		!slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, "is not known") }) {

@@ -6,13 +6,13 @@ import (
 	"os"
 	"testing"
 
+	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/p2p"
-	"github.com/efap2p/efap2p/sim"
 )
 
 // BenchmarkWarmVerdict is a cached pair lookup (target: <= 50 ns, 0 allocs).
 func BenchmarkWarmVerdict(b *testing.B) {
-	_, dir := writeModel(b, "p5.48xlarge", sim.WriteOptions{})
+	_, dir := writeModel(b, "p5.48xlarge", models.WriteOptions{})
 	o, _ := openOracle(b, dir)
 	if _, err := o.Verdict(p5GPU, p5NIC); err != nil {
 		b.Fatal(err)
@@ -27,7 +27,7 @@ func BenchmarkWarmVerdict(b *testing.B) {
 // p5.48xlarge from a fresh oracle, sysfs reads included (target: <= 2 ms),
 // and counts the config dwords read per function on the paths.
 func BenchmarkColdP5AllNICs(b *testing.B) {
-	m, dir := writeModel(b, "p5.48xlarge", sim.WriteOptions{})
+	m, dir := writeModel(b, "p5.48xlarge", models.WriteOptions{})
 	nics := m.EFANICs()
 	var st p2p.SysfsStats
 	for b.Loop() {
@@ -47,7 +47,7 @@ func BenchmarkColdP5AllNICs(b *testing.B) {
 // BenchmarkColdP5GPUNICPairs is every GPU-NIC pair of p5.48xlarge from a
 // fresh oracle, sysfs reads included.
 func BenchmarkColdP5GPUNICPairs(b *testing.B) {
-	m, dir := writeModel(b, "p5.48xlarge", sim.WriteOptions{})
+	m, dir := writeModel(b, "p5.48xlarge", models.WriteOptions{})
 	var gpus, nics []p2p.Addr
 	for _, f := range m.Functions() {
 		switch {
@@ -76,9 +76,9 @@ func BenchmarkColdP5GPUNICPairs(b *testing.B) {
 // 4096-function synthetic machine read from its sysfs tree, from a fresh
 // oracle (target: <= 1 s, <= 256 MiB).
 func BenchmarkMatrix4096(b *testing.B) {
-	m := sim.Synthetic(4096)
+	m := models.Synthetic(4096)
 	dir := b.TempDir()
-	if err := m.Write(dir, sim.WriteOptions{}); err != nil {
+	if err := m.Write(dir, models.WriteOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	var addrs []p2p.Addr
@@ -103,7 +103,7 @@ func BenchmarkMatrix4096(b *testing.B) {
 // the first answer: reading and checking the file, building the oracle,
 // the first verdict (target: < 50 ms).
 func BenchmarkTopologyFile4000(b *testing.B) {
-	_, dir := writeModel(b, "p5.48xlarge", sim.WriteOptions{})
+	_, dir := writeModel(b, "p5.48xlarge", models.WriteOptions{})
 	src, err := p2p.OpenSysfs(dir)
 	if err != nil {
 		b.Fatal(err)

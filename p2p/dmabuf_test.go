@@ -6,8 +6,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/p2p"
-	"github.com/efap2p/efap2p/sim"
 )
 
 func TestDmabufDecision(t *testing.T) {
@@ -26,7 +26,7 @@ func TestDmabufDecision(t *testing.T) {
 		// intel-acs-switch: amdgpu GPUs ("drm"), every pair bounced.
 		{"intel-acs-switch", "drm", "", false, p2p.OutcomeBounced, -1, nil},
 	} {
-		m, err := sim.Builtin(tt.model)
+		m, err := models.Builtin(tt.model)
 		if err != nil {
 			t.Fatal(err)
 		}

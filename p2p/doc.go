@@ -47,7 +47,7 @@
 // # Sources
 //
 // A Source fills a Topology: Sysfs, or a machine model held in memory
-// (package sim). The kernel release to decide by is Options.Kernel
+// (package models). The kernel release to decide by is Options.Kernel
 // (ParseRelease: "6.1.0-28-amd64", "latest", "p2p-hmat"); the zero value
 // means the running kernel's, ReleaseFromEnv the one $EFAP2P_KERNEL names.
 // HostBridgeWhitelist shows the kernel's host-bridge whitelist of a
@@ -61,6 +61,6 @@
 // dmabuf (dma-buf exporters), jsonline (JSON error lines), pcilink (PCIe
 // link figures), pciclass (accelerator classes and IDs) and secenv
 // (secure execution). They are shared with the other packages of the
-// repository (package sim, the command line, the node check) and are not
+// repository (the machine models, the command line, the node check) and are not
 // part of the API.
 package p2p

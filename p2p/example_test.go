@@ -8,11 +8,11 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/p2p"
-	"github.com/efap2p/efap2p/sim"
 )
 
-// The examples read machines of package sim: p5.48xlarge (8 H100s, each in
+// The examples read machines of package models: p5.48xlarge (8 H100s, each in
 // a PCIe switch with four EFA NICs, two sockets) written as a sysfs tree,
 // as on the host the tree would be /sys (p2p.SysfsRoot()), or held in
 // memory.
@@ -20,7 +20,7 @@ import (
 // writeTree writes a built-in machine model as a sysfs tree and returns
 // its root; the caller removes it.
 func writeTree(name string) string {
-	m, err := sim.Builtin(name)
+	m, err := models.Builtin(name)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func writeTree(name string) string {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := m.Write(dir, sim.WriteOptions{}); err != nil {
+	if err := m.Write(dir, models.WriteOptions{}); err != nil {
 		log.Fatal(err)
 	}
 	return dir
@@ -66,7 +66,7 @@ func Example() {
 
 // A machine model held in memory is a Source too: no sysfs tree needed.
 func ExampleNewTopology() {
-	m, err := sim.Builtin("p5.48xlarge")
+	m, err := models.Builtin("p5.48xlarge")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func ExampleNewTopology() {
 // The P2P_DMA capability bit: does the NIC get true P2P DMA into any
 // accelerator of the machine? The nearest ones are asked first.
 func ExampleOracle_ReachesAccelerator() {
-	m, err := sim.Builtin("p5.48xlarge")
+	m, err := models.Builtin("p5.48xlarge")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func ExampleOracle_ReachesAccelerator() {
 // host bridges (Ice Lake) joined the whitelist in Linux 5.18; the GPU's
 // exporter, xe, keeps a buffer the EFA pins in VRAM only from 6.19.
 func ExampleOptions_kernel() {
-	m, err := sim.Builtin("intel-icelake-2rootbus")
+	m, err := models.Builtin("intel-icelake-2rootbus")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func ExampleOptions_kernel() {
 // A dma-buf names its exporter, not its device: every GPU the exporter's
 // driver owns is a candidate, and the most favourable one is chosen.
 func ExampleOracle_Dmabuf() {
-	m, err := sim.Builtin("p5.48xlarge")
+	m, err := models.Builtin("p5.48xlarge")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func ExampleOracle_Dmabuf() {
 // The oracle's verdicts are shared with its cache; a clone is the
 // caller's to change.
 func ExampleVerdict_Clone() {
-	m, err := sim.Builtin("p5.48xlarge")
+	m, err := models.Builtin("p5.48xlarge")
 	if err != nil {
 		log.Fatal(err)
 	}

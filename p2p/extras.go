@@ -7,7 +7,7 @@ import "github.com/efap2p/efap2p/internal/pcicfg"
 // The optional methods of a Source (see Source): each interface is looked
 // for, with a type assertion, in what NewTopology found beside Source (its
 // ext field); without it the oracle does without the fact. Sysfs offers
-// them all through sysfsExtras; the machine models of package sim have
+// them all through sysfsExtras; the machine models of package models have
 // their own.
 
 // acpiSource: the machine's binary ACPI tables and the ACPI companions of

@@ -6,15 +6,15 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/p2p"
-	"github.com/efap2p/efap2p/sim"
 )
 
 // TestOptionalMethods: the optional Source methods are found by their
 // signatures alone, so a change to one side would silently switch a rule
 // off; sysfs offers them all, and the machine models what they model.
 func TestOptionalMethods(t *testing.T) {
-	m, dir := writeModel(t, "hygon-hmat-p2p", sim.WriteOptions{})
+	m, dir := writeModel(t, "hygon-hmat-p2p", models.WriteOptions{})
 	s, err := p2p.OpenSysfs(dir)
 	if err != nil {
 		t.Fatal(err)

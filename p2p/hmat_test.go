@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/p2p"
-	"github.com/efap2p/efap2p/sim"
 )
 
 var (
@@ -20,7 +20,7 @@ var (
 
 func hygonOracle(t *testing.T, kernel p2p.Release, edit func(dir string)) *p2p.Oracle {
 	t.Helper()
-	_, dir := writeModel(t, "hygon-hmat-p2p", sim.WriteOptions{})
+	_, dir := writeModel(t, "hygon-hmat-p2p", models.WriteOptions{})
 	if edit != nil {
 		edit(dir)
 	}
@@ -134,12 +134,12 @@ const egressModel = `{
 // Egress Control as a redirect wherever it is set. By hand, for each pair
 // (provider -> client), the two downstream ports where the paths diverge:
 func TestACSEgressControl(t *testing.T) {
-	m, err := sim.Parse([]byte(egressModel), "egress.json")
+	m, err := models.Parse([]byte(egressModel), "egress.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if err := m.Write(dir, sim.WriteOptions{}); err != nil {
+	if err := m.Write(dir, models.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	a := p2p.MustParseAddr

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/p2p"
-	"github.com/efap2p/efap2p/sim"
 )
 
 // within fails the test when f does not return in time, instead of letting
@@ -31,7 +31,7 @@ func within(t *testing.T, d time.Duration, what string, f func()) {
 // or the CPU's modalias gives an error (or a kernel-safe answer), never a
 // process blocked for ever in open() or read().
 func TestHostileSysfsTree(t *testing.T) {
-	_, dir := writeModel(t, "p5.48xlarge", sim.WriteOptions{})
+	_, dir := writeModel(t, "p5.48xlarge", models.WriteOptions{})
 	for _, file := range []string{
 		"bus/pci/devices/0000:53:00.0/class",
 		"bus/pci/devices/0000:45:00.0/config",

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/p2p"
-	"github.com/efap2p/efap2p/sim"
 )
 
 func TestParseKernelConfig(t *testing.T) {
@@ -107,7 +107,7 @@ func TestRunningKernelConfig(t *testing.T) {
 // exporter, which never asks p2pdma, still allows it (a passthrough VM):
 // the NIC keeps true P2P. Unknown leaves the verdict a p2pdma kernel's.
 func TestNoP2PDMAVerdicts(t *testing.T) {
-	_, dir := writeModel(t, "p5.48xlarge", sim.WriteOptions{})
+	_, dir := writeModel(t, "p5.48xlarge", models.WriteOptions{})
 	src, err := p2p.OpenSysfs(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +165,7 @@ func TestNoP2PDMAVerdicts(t *testing.T) {
 // attach without p2pdma, so a kernel without it changes nothing but the
 // kernel's own map type.
 func TestNoP2PDMANeuron(t *testing.T) {
-	m, dir := writeModel(t, "trn2.48xlarge", sim.WriteOptions{})
+	m, dir := writeModel(t, "trn2.48xlarge", models.WriteOptions{})
 	src, err := p2p.OpenSysfs(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -195,7 +195,7 @@ func TestNoP2PDMANeuron(t *testing.T) {
 // kernel's configuration, and a reader that cannot tell takes it from the
 // file; a file that records "unknown" is malformed.
 func TestTopologyFileRecordsKernelConfig(t *testing.T) {
-	_, dir := writeModel(t, "p5.48xlarge", sim.WriteOptions{})
+	_, dir := writeModel(t, "p5.48xlarge", models.WriteOptions{})
 	src, err := p2p.OpenSysfs(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -7,8 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/p2p"
-	"github.com/efap2p/efap2p/sim"
 )
 
 // got is the part of a verdict the machine models state by hand.
@@ -22,7 +22,7 @@ type got struct {
 	PeerMem     string
 }
 
-func want(p sim.Pair) got {
+func want(p models.Pair) got {
 	w := got{MapType: p.MapType, Distance: p.Distance, Path: p.Path, ACSRedirect: p.ACSRedirect, Outcome: p.ExpectedOutcome(), Policy: p.Policy, PeerMem: p.PeerMem}
 	if w.ACSRedirect == nil {
 		w.ACSRedirect = []p2p.Addr{}
@@ -31,7 +31,7 @@ func want(p sim.Pair) got {
 }
 
 // checkModel compares every expected pair of m with the oracle's verdict.
-func checkModel(t *testing.T, m *sim.Machine, o *p2p.Oracle) {
+func checkModel(t *testing.T, m *models.Machine, o *p2p.Oracle) {
 	t.Helper()
 	pairs := m.Pairs()
 	if len(pairs) == 0 {
@@ -69,14 +69,14 @@ func checkModel(t *testing.T, m *sim.Machine, o *p2p.Oracle) {
 // TestModelsFromSysfs writes every built-in model as a sysfs tree and
 // checks the oracle reading it against the model's hand-worked verdicts.
 func TestModelsFromSysfs(t *testing.T) {
-	for _, name := range sim.BuiltinNames() {
+	for _, name := range models.BuiltinNames() {
 		t.Run(name, func(t *testing.T) {
-			m, err := sim.Builtin(name)
+			m, err := models.Builtin(name)
 			if err != nil {
 				t.Fatal(err)
 			}
 			dir := t.TempDir()
-			if err := m.Write(dir, sim.WriteOptions{}); err != nil {
+			if err := m.Write(dir, models.WriteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			src, err := p2p.OpenSysfs(dir)
@@ -91,9 +91,9 @@ func TestModelsFromSysfs(t *testing.T) {
 // TestModelsInMemory checks the same verdicts on the model itself, without
 // sysfs: the two sources must agree.
 func TestModelsInMemory(t *testing.T) {
-	for _, name := range sim.BuiltinNames() {
+	for _, name := range models.BuiltinNames() {
 		t.Run(name, func(t *testing.T) {
-			m, err := sim.Builtin(name)
+			m, err := models.Builtin(name)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/p2p"
-	"github.com/efap2p/efap2p/sim"
 )
 
 // The same trees under several kernel releases. Every expected value is
@@ -246,18 +246,18 @@ func TestRulesByRelease(t *testing.T) {
 		},
 	}}
 	for _, tc := range cases {
-		var m *sim.Machine
+		var m *models.Machine
 		var err error
 		if tc.json != "" {
-			m, err = sim.Parse([]byte(tc.json), "test.json")
+			m, err = models.Parse([]byte(tc.json), "test.json")
 		} else {
-			m, err = sim.Builtin(tc.model)
+			m, err = models.Builtin(tc.model)
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
 		dir := t.TempDir()
-		if err := m.Write(dir, sim.WriteOptions{}); err != nil {
+		if err := m.Write(dir, models.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		for rel, w := range tc.want {

@@ -8,15 +8,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/p2p"
-	"github.com/efap2p/efap2p/sim"
 )
 
 // TestNVIDIAInVMAllowsWhatTheKernelRefuses: p4d.24xlarge's GPUs and EFA
 // share a root bus with no host-bridge device, so the kernel's rule
 // refuses; NVIDIA's exporter allows any peer in a passthrough VM.
 func TestNVIDIAInVMAllowsWhatTheKernelRefuses(t *testing.T) {
-	_, dir := writeModel(t, "p4d.24xlarge", sim.WriteOptions{})
+	_, dir := writeModel(t, "p4d.24xlarge", models.WriteOptions{})
 	o, _ := openOracle(t, dir)
 	v, err := o.Verdict(p2p.MustParseAddr("0000:10:1c.0"), p2p.MustParseAddr("0000:10:1b.0"))
 	if err != nil {
@@ -36,7 +36,7 @@ func TestNVIDIAInVMAllowsWhatTheKernelRefuses(t *testing.T) {
 
 // TestAMDGPUBounces: amdgpu does not refuse, it bounces.
 func TestAMDGPUBounces(t *testing.T) {
-	m, dir := writeModel(t, "intel-acs-switch", sim.WriteOptions{})
+	m, dir := writeModel(t, "intel-acs-switch", models.WriteOptions{})
 	o, _ := openOracle(t, dir)
 	var checked int
 	for _, nic := range m.EFANICs() {
@@ -59,8 +59,8 @@ func TestAMDGPUBounces(t *testing.T) {
 }
 
 // blockedP5 returns p5.48xlarge with NIC 4f:00.0's firmware blocking peers.
-func blockedP5(t *testing.T) *sim.Machine {
-	m, err := sim.Builtin("p5.48xlarge")
+func blockedP5(t *testing.T) *models.Machine {
+	m, err := models.Builtin("p5.48xlarge")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func blockedP5(t *testing.T) *sim.Machine {
 func TestBlockedNIC(t *testing.T) {
 	m := blockedP5(t)
 	dir := t.TempDir()
-	if err := m.Write(dir, sim.WriteOptions{}); err != nil {
+	if err := m.Write(dir, models.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	o, _ := openOracle(t, dir)
@@ -128,7 +128,7 @@ func writeTopology(t *testing.T, dir, file string, tf *p2p.TopologyFile) {
 func TestPrecedence(t *testing.T) {
 	m := blockedP5(t)
 	dir := t.TempDir()
-	if err := m.Write(dir, sim.WriteOptions{}); err != nil {
+	if err := m.Write(dir, models.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	file := filepath.Join(t.TempDir(), "topo.json")
@@ -148,7 +148,7 @@ func TestPrecedence(t *testing.T) {
 // TestBadTopologyFileFallsBack: a malformed file is reported once, by file
 // and line, and the other sources answer.
 func TestBadTopologyFileFallsBack(t *testing.T) {
-	_, dir := writeModel(t, "p5.48xlarge", sim.WriteOptions{})
+	_, dir := writeModel(t, "p5.48xlarge", models.WriteOptions{})
 	file := filepath.Join(t.TempDir(), "topo.json")
 	os.WriteFile(file, []byte("{\n  \"format\": \"efap2p-topology\",\n  \"version\": 9\n}\n"), 0o644)
 	var warnings []string

@@ -8,14 +8,14 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/p2p"
-	"github.com/efap2p/efap2p/sim"
 )
 
 // writeModel writes a built-in model to a temporary sysfs tree.
-func writeModel(tb testing.TB, name string, opt sim.WriteOptions) (*sim.Machine, string) {
+func writeModel(tb testing.TB, name string, opt models.WriteOptions) (*models.Machine, string) {
 	tb.Helper()
-	m, err := sim.Builtin(name)
+	m, err := models.Builtin(name)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -43,7 +43,7 @@ var (
 // TestUnprivileged reads the tree as a process without CAP_SYS_ADMIN sees
 // it: ACS is unknown, the verdict takes the kernel-safe branch and says so.
 func TestUnprivileged(t *testing.T) {
-	_, dir := writeModel(t, "p5.48xlarge", sim.WriteOptions{ConfigBytes: 64})
+	_, dir := writeModel(t, "p5.48xlarge", models.WriteOptions{ConfigBytes: 64})
 	o, _ := openOracle(t, dir)
 	v, err := o.Verdict(p5GPU, p5NIC)
 	if err != nil {
@@ -77,7 +77,7 @@ func TestUnprivileged(t *testing.T) {
 // TestConfigDwordBudget holds the oracle to at most 8 config dwords per
 // function on the paths asked about (each one traps on a VM).
 func TestConfigDwordBudget(t *testing.T) {
-	m, dir := writeModel(t, "p5.48xlarge", sim.WriteOptions{})
+	m, dir := writeModel(t, "p5.48xlarge", models.WriteOptions{})
 	o, src := openOracle(t, dir)
 	onPath := map[p2p.Addr]bool{}
 	for _, nic := range m.EFANICs() {
@@ -102,7 +102,7 @@ func TestConfigDwordBudget(t *testing.T) {
 }
 
 func TestWarmVerdictDoesNotAllocate(t *testing.T) {
-	_, dir := writeModel(t, "p5.48xlarge", sim.WriteOptions{})
+	_, dir := writeModel(t, "p5.48xlarge", models.WriteOptions{})
 	o, _ := openOracle(t, dir)
 	if _, err := o.Verdict(p5GPU, p5NIC); err != nil {
 		t.Fatal(err)
@@ -115,9 +115,9 @@ func TestWarmVerdictDoesNotAllocate(t *testing.T) {
 // TestMatrixAgrees checks that the packed matrix equals Verdict on every
 // pair of every model.
 func TestMatrixAgrees(t *testing.T) {
-	for _, name := range sim.BuiltinNames() {
+	for _, name := range models.BuiltinNames() {
 		t.Run(name, func(t *testing.T) {
-			m, err := sim.Builtin(name)
+			m, err := models.Builtin(name)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -147,7 +147,7 @@ func TestErrors(t *testing.T) {
 	if _, err := p2p.OpenSysfs(t.TempDir()); err == nil {
 		t.Error("an empty directory was taken for a sysfs tree")
 	}
-	_, dir := writeModel(t, "p5.48xlarge", sim.WriteOptions{})
+	_, dir := writeModel(t, "p5.48xlarge", models.WriteOptions{})
 	o, _ := openOracle(t, dir)
 	missing := p2p.MustParseAddr("0000:3f:00.0")
 	if _, err := o.Verdict(missing, p5NIC); err == nil || !strings.Contains(err.Error(), "0000:3f:00.0") {
@@ -162,7 +162,7 @@ func TestErrors(t *testing.T) {
 }
 
 func TestDistanceMany(t *testing.T) {
-	_, dir := writeModel(t, "p5.48xlarge", sim.WriteOptions{})
+	_, dir := writeModel(t, "p5.48xlarge", models.WriteOptions{})
 	o, _ := openOracle(t, dir)
 	clients := []p2p.Addr{p5NIC, p2p.MustParseAddr("0000:50:00.0"), p2p.MustParseAddr("0000:c6:00.0")}
 	// 4 + 4 (same switch) + 8 (across sockets), worked out in the model.
@@ -172,7 +172,7 @@ func TestDistanceMany(t *testing.T) {
 }
 
 func TestConcurrentVerdicts(t *testing.T) {
-	m, dir := writeModel(t, "p5.48xlarge", sim.WriteOptions{})
+	m, dir := writeModel(t, "p5.48xlarge", models.WriteOptions{})
 	o, _ := openOracle(t, dir)
 	var fns []p2p.Addr
 	for _, f := range m.Functions() {
@@ -249,7 +249,7 @@ func TestRealSysfs(t *testing.T) {
 }
 
 func TestRDMADevice(t *testing.T) {
-	_, dir := writeModel(t, "p5.48xlarge", sim.WriteOptions{})
+	_, dir := writeModel(t, "p5.48xlarge", models.WriteOptions{})
 	_, src := openOracle(t, dir)
 	if a, err := src.RDMADevice("rdmap79s0"); err != nil || a != p5NIC {
 		t.Errorf("rdmap79s0 = %v, %v; want %s", a, err, p5NIC)
@@ -263,7 +263,7 @@ func TestRDMADevice(t *testing.T) {
 
 // TestRDMAName: the inverse of RDMADevice; a GPU has no RDMA device.
 func TestRDMAName(t *testing.T) {
-	_, dir := writeModel(t, "p5.48xlarge", sim.WriteOptions{})
+	_, dir := writeModel(t, "p5.48xlarge", models.WriteOptions{})
 	_, src := openOracle(t, dir)
 	if got := src.RDMAName(p5NIC); got != "rdmap79s0" {
 		t.Errorf("RDMAName(%s) = %q, want rdmap79s0", p5NIC, got)
@@ -277,7 +277,7 @@ func TestRDMAName(t *testing.T) {
 // writes a file with one, reads it back with another) finds every function
 // again.
 func TestTwoOraclesOneSysfs(t *testing.T) {
-	_, dir := writeModel(t, "p5.48xlarge", sim.WriteOptions{})
+	_, dir := writeModel(t, "p5.48xlarge", models.WriteOptions{})
 	src, err := p2p.OpenSysfs(dir)
 	if err != nil {
 		t.Fatal(err)

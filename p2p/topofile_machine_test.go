@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/p2p"
-	"github.com/efap2p/efap2p/sim"
 )
 
 // testKernel is the release the tests' files are written for.
@@ -86,7 +86,7 @@ func usesFile(t *testing.T, o *p2p.Oracle, want string) {
 // answer.
 func TestTopologyFileDescribesAnotherMachine(t *testing.T) {
 	defer p2p.SetBootIDForTest("boot-a")()
-	_, p5 := writeModel(t, "p5.48xlarge", sim.WriteOptions{})
+	_, p5 := writeModel(t, "p5.48xlarge", models.WriteOptions{})
 	file := p5File(t, p5, false)
 
 	o, warnings := readWith(t, p5, file)
@@ -95,8 +95,8 @@ func TestTopologyFileDescribesAnotherMachine(t *testing.T) {
 		t.Errorf("warnings on the right machine: %v", warnings)
 	}
 
-	_, p4d := writeModel(t, "p4d.24xlarge", sim.WriteOptions{})
-	h100 := mutated(t, func(m *sim.Machine) { m.Function(p5GPU).Device = 0x2324 })
+	_, p4d := writeModel(t, "p4d.24xlarge", models.WriteOptions{})
+	h100 := mutated(t, func(m *models.Machine) { m.Function(p5GPU).Device = 0x2324 })
 	for _, tc := range []struct {
 		name, dir, kernel, want string
 	}{
@@ -118,15 +118,15 @@ func TestTopologyFileDescribesAnotherMachine(t *testing.T) {
 }
 
 // mutated writes p5.48xlarge changed by f.
-func mutated(t *testing.T, f func(*sim.Machine)) string {
+func mutated(t *testing.T, f func(*models.Machine)) string {
 	t.Helper()
-	m, err := sim.Builtin("p5.48xlarge")
+	m, err := models.Builtin("p5.48xlarge")
 	if err != nil {
 		t.Fatal(err)
 	}
 	f(m)
 	dir := t.TempDir()
-	if err := m.Write(dir, sim.WriteOptions{}); err != nil {
+	if err := m.Write(dir, models.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -136,7 +136,7 @@ func mutated(t *testing.T, f func(*sim.Machine)) string {
 // and its functions are not read again (the boot ID proves them).
 func TestBootTopologyFile(t *testing.T) {
 	restore := p2p.SetBootIDForTest("boot-a")
-	_, p5 := writeModel(t, "p5.48xlarge", sim.WriteOptions{})
+	_, p5 := writeModel(t, "p5.48xlarge", models.WriteOptions{})
 	file := p5File(t, p5, true)
 	restore()
 
@@ -159,7 +159,7 @@ func TestBootTopologyFile(t *testing.T) {
 // TestUntrustedTopologyFile: a file others could have written is not used.
 func TestUntrustedTopologyFile(t *testing.T) {
 	defer p2p.SetBootIDForTest("boot-a")()
-	_, p5 := writeModel(t, "p5.48xlarge", sim.WriteOptions{})
+	_, p5 := writeModel(t, "p5.48xlarge", models.WriteOptions{})
 	for _, tc := range []struct {
 		name  string
 		apply func(file string) error
@@ -197,7 +197,7 @@ var errSkip = errors.New("skip")
 // next one is read.
 func TestTopologyFileCandidates(t *testing.T) {
 	defer p2p.SetBootIDForTest("boot-a")()
-	_, p5 := writeModel(t, "p5.48xlarge", sim.WriteOptions{})
+	_, p5 := writeModel(t, "p5.48xlarge", models.WriteOptions{})
 	good := p5File(t, p5, false)
 	other := p5File(t, p5, false)
 	bad := filepath.Join(t.TempDir(), "bad.json")

@@ -119,7 +119,7 @@ func (c CPU) SupportsP2P() bool {
 }
 
 // A Source fills a Topology: sysfs (OpenSysfs), or a machine model held in
-// memory (package sim: Machine.Source). Every method may be called
+// memory (package models: Machine.Source). Every method may be called
 // concurrently, each at most once per argument.
 //
 // Beyond these methods a Source may offer facts some rules need; the

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/p2p"
-	"github.com/efap2p/efap2p/sim"
 )
 
 // whitelistText is what a whitelist entry says, for comparisons.
@@ -25,7 +25,7 @@ func whitelistText(e *p2p.WhitelistEntry) string {
 func TestVerdictClone(t *testing.T) {
 	clones := 0
 	for _, name := range []string{"amd-zen-acs-switch", "intel-icelake-2rootbus", "intel-e5-same-host-bridge", "hygon-hmat-p2p"} {
-		m, dir := writeModel(t, name, sim.WriteOptions{})
+		m, dir := writeModel(t, name, models.WriteOptions{})
 		src, err := p2p.OpenSysfs(dir)
 		if err != nil {
 			t.Fatal(err)

@@ -22,7 +22,7 @@ rows of one run only.
 - Temporary trees on: $(df --output=fstype "$TMPDIR" | tail -1)
 
 ## The oracle (package p2p)
-Method: \`go test -bench . -count $count ./p2p/\`. The emulated trees are written by package sim to a
+Method: \`go test -bench . -count $count ./p2p/\`. The emulated trees are written by package models to a
 temporary directory; "cold" runs build a fresh oracle each iteration, so every sysfs read
 (readlink, attribute files, config-space preads) is included. \`dwords/op\` counts config-space
 dwords read.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/p2p"
 )
 
@@ -37,13 +38,13 @@ func verdictLines(t *testing.T, conf string) map[[2]p2p.Addr]string {
 // the listed pairs had one and the emulator let every other pair through
 // as P2P.
 func TestEmulatorDecidesEveryPair(t *testing.T) {
-	for _, name := range BuiltinNames() {
+	for _, name := range models.BuiltinNames() {
 		t.Run(name, func(t *testing.T) {
-			m, err := Builtin(name)
+			m, err := models.Builtin(name)
 			if err != nil {
 				t.Fatal(err)
 			}
-			conf, err := m.EmulatorConfig()
+			conf, err := EmulatorConfig(m)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -88,11 +89,11 @@ func TestEmulatorUnlistedPairs(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.model+"/"+tc.owner, func(t *testing.T) {
-			m, err := Builtin(tc.model)
+			m, err := models.Builtin(tc.model)
 			if err != nil {
 				t.Fatal(err)
 			}
-			conf, err := m.EmulatorConfig()
+			conf, err := EmulatorConfig(m)
 			if err != nil {
 				t.Fatal(err)
 			}

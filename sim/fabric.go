@@ -3,7 +3,6 @@
 package sim
 
 import (
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -24,49 +23,6 @@ import (
 
 // MaxHosts is the number of hosts a fabric holds.
 const MaxHosts = 65535
-
-// HostGID returns gid ("fe80:0000:...:0001", eight groups of four hex
-// digits) as it reads on host number host of a fabric: its fifth group
-// (bytes 8-9) is the host number. Host 0 (no fabric) leaves it unchanged.
-func HostGID(gid string, host uint16) (string, error) {
-	groups := strings.Split(gid, ":")
-	if len(groups) != 8 {
-		return "", fmt.Errorf("GID %q: want eight groups of four hex digits", gid)
-	}
-	for _, g := range groups {
-		if _, err := hex.DecodeString(g); err != nil || len(g) != 4 {
-			return "", fmt.Errorf("GID %q: want eight groups of four hex digits", gid)
-		}
-	}
-	if host == 0 {
-		return gid, nil
-	}
-	groups[4] = fmt.Sprintf("%04x", host)
-	return strings.Join(groups, ":"), nil
-}
-
-// HostGUID returns a node GUID ("0000:0000:4f00:0001" form) as it reads on
-// host number host: its first group is the host number.
-func HostGUID(guid string, host uint16) string {
-	groups := strings.Split(guid, ":")
-	if host == 0 || len(groups) != 4 {
-		return guid
-	}
-	groups[0] = fmt.Sprintf("%04x", host)
-	return strings.Join(groups, ":")
-}
-
-// efaAttrsOn returns the NIC's attributes on host number host.
-func (m *Machine) efaAttrsOn(f *Function, host uint16) (EFA, error) {
-	at := m.EFAAttrs(f)
-	gid, err := HostGID(at.GID, host)
-	if err != nil {
-		return at, fmt.Errorf("%s: %w", f.Addr, err)
-	}
-	at.GID = gid
-	at.NodeGUID = HostGUID(at.NodeGUID, host)
-	return at, nil
-}
 
 // FabricHost is this process's place in a fabric: a host number held by a
 // lock, released by Close.

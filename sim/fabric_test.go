@@ -3,7 +3,6 @@
 package sim
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,58 +10,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/efap2p/efap2p/models"
+
 	"golang.org/x/sys/unix"
 )
 
-func TestHostGID(t *testing.T) {
-	for _, tc := range []struct {
-		gid  string
-		host uint16
-		want string
-		bad  bool
-	}{
-		{"fe80:0000:0000:0000:0000:0000:4f00:0001", 0, "fe80:0000:0000:0000:0000:0000:4f00:0001", false},
-		{"fe80:0000:0000:0000:0000:0000:4f00:0001", 1, "fe80:0000:0000:0000:0001:0000:4f00:0001", false},
-		{"fe80:0000:0000:0000:0000:0000:4f00:0001", 0xbeef, "fe80:0000:0000:0000:beef:0000:4f00:0001", false},
-		{"fe80:0000:0000:0000:1234:0000:4f00:0001", 2, "fe80:0000:0000:0000:0002:0000:4f00:0001", false},
-		{"fe80::1", 1, "", true},
-		{"fe80:0000:0000:0000:0000:0000:4f00:00zz", 1, "", true},
-		{"fe80:0000:0000:0000:0000:0000:4f00:001", 0, "", true},
-	} {
-		got, err := HostGID(tc.gid, tc.host)
-		if tc.bad {
-			if err == nil {
-				t.Errorf("HostGID(%q, %d) = %q, want an error", tc.gid, tc.host, got)
-			}
-			continue
-		}
-		if err != nil || got != tc.want {
-			t.Errorf("HostGID(%q, %d) = %q, %v; want %q", tc.gid, tc.host, got, err, tc.want)
-		}
-	}
-	for _, tc := range []struct {
-		guid string
-		host uint16
-		want string
-	}{
-		{"0000:0000:4f00:0001", 0, "0000:0000:4f00:0001"},
-		{"0000:0000:4f00:0001", 3, "0003:0000:4f00:0001"},
-		{"garbage", 3, "garbage"},
-	} {
-		if got := HostGUID(tc.guid, tc.host); got != tc.want {
-			t.Errorf("HostGUID(%q, %d) = %q, want %q", tc.guid, tc.host, got, tc.want)
-		}
-	}
-}
-
 // A host's tree and efasim.conf carry its fabric and its own GIDs.
 func TestWriteFabricHost(t *testing.T) {
-	m, err := Builtin("p5.48xlarge")
+	m, err := models.Builtin("p5.48xlarge")
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if err := m.Write(dir, WriteOptions{Fabric: "/shared/fabric", Host: 7}); err != nil {
+	if err := WriteTree(m, dir, TreeOptions{Fabric: "/shared/fabric", WriteOptions: models.WriteOptions{Host: 7}}); err != nil {
 		t.Fatal(err)
 	}
 	gid, err := os.ReadFile(filepath.Join(dir, "class/infiniband/rdmap79s0/ports/1/gids/0"))
@@ -85,7 +45,7 @@ func TestWriteFabricHost(t *testing.T) {
 	}
 	// alone (no fabric): the model's addresses, no fabric line
 	dir = t.TempDir()
-	if err := m.Write(dir, WriteOptions{}); err != nil {
+	if err := WriteTree(m, dir, TreeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	conf, _ = os.ReadFile(filepath.Join(dir, EmulatorConfigName))
@@ -188,31 +148,4 @@ func TestCleanFabric(t *testing.T) {
 	if err := CleanFabric(filepath.Join(dir, "missing")); err != nil {
 		t.Errorf("a missing fabric: %v", err)
 	}
-}
-
-// FuzzHostGID: any input is an error or a GID of eight four-digit groups
-// whose fifth is the host number and whose others are the input's.
-func FuzzHostGID(f *testing.F) {
-	f.Add("fe80:0000:0000:0000:0000:0000:4f00:0001", uint16(1))
-	f.Add("fe80::1", uint16(0))
-	f.Add("", uint16(65535))
-	f.Fuzz(func(t *testing.T, gid string, host uint16) {
-		got, err := HostGID(gid, host)
-		if err != nil {
-			return
-		}
-		in, out := strings.Split(gid, ":"), strings.Split(got, ":")
-		if len(out) != 8 {
-			t.Fatalf("HostGID(%q, %d) = %q", gid, host, got)
-		}
-		for i := range out {
-			want := in[i]
-			if i == 4 && host != 0 {
-				want = fmt.Sprintf("%04x", host)
-			}
-			if out[i] != want || len(out[i]) != 4 {
-				t.Fatalf("HostGID(%q, %d) = %q: group %d", gid, host, got, i)
-			}
-		}
-	})
 }

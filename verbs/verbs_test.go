@@ -16,8 +16,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/efap2p/efap2p/internal/simtest"
+	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/p2p"
-	"github.com/efap2p/efap2p/sim"
 	"github.com/efap2p/efap2p/verbs"
 )
 
@@ -58,7 +58,7 @@ var fixtures = map[string]fixture{
 		unlisted: p2p.MustParseAddr("0004:00:00.0"), unlistedErr: syscall.EOPNOTSUPP},
 }
 
-func setup(t *testing.T) (*sim.Machine, fixture) {
+func setup(t *testing.T) (*models.Machine, fixture) {
 	t.Helper()
 	m := simtest.Require(t)
 	fx, ok := fixtures[m.Name]
@@ -68,7 +68,7 @@ func setup(t *testing.T) (*sim.Machine, fixture) {
 	return m, fx
 }
 
-func open(t *testing.T, m *sim.Machine, nic p2p.Addr) *verbs.Context {
+func open(t *testing.T, m *models.Machine, nic p2p.Addr) *verbs.Context {
 	t.Helper()
 	f := m.Function(nic)
 	if f == nil {

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/nodecheck"
-	"github.com/efap2p/efap2p/sim"
 )
 
 func init() {
@@ -168,11 +168,11 @@ func checkNode(of *oracleFlags, opt nodecheck.Options) (*nodecheck.Report, error
 }
 
 // loadExpect reads --expect: a built-in model's name, or a model file.
-func loadExpect(s string) (*sim.Machine, error) {
+func loadExpect(s string) (*models.Machine, error) {
 	if strings.ContainsRune(s, '/') || strings.HasSuffix(s, ".json") {
-		return sim.LoadFile(s)
+		return models.LoadFile(s)
 	}
-	m, err := sim.Builtin(s)
+	m, err := models.Builtin(s)
 	if err != nil {
 		return nil, fmt.Errorf("--expect: %w", err)
 	}

@@ -7,11 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"slices"
 	"strings"
 
-	"github.com/efap2p/efap2p/internal/answer"
+	"github.com/efap2p/efap2p/answer"
 	"github.com/efap2p/efap2p/p2p"
 )
 
@@ -113,11 +111,13 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 	var data []byte
 	switch *format {
 	case "json":
-		tf, err := exportTopology(o, src, blocked, *force)
-		if err != nil {
-			return err
-		}
-		if err := tf.RecordMachine(o, *boot); err != nil {
+		tf, err := answer.Export(o, src, answer.ExportOptions{PeerBlocked: blocked, Force: *force, Boot: *boot})
+		switch {
+		case errors.Is(err, answer.ErrNotNIC):
+			return usagef("--peer-blocked %w", err)
+		case errors.Is(err, answer.ErrUncertain):
+			return fmt.Errorf("%w; run export as root, or pass --force", err)
+		case err != nil:
 			return err
 		}
 		if *out != "" {
@@ -144,103 +144,4 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "efap2p: wrote %s\n", *out)
 	return nil
-}
-
-// facts are what an operator's topology file says beyond its pairs.
-type facts struct {
-	nics   map[p2p.Addr]p2p.TopoNIC
-	accels []p2p.TopoAccelerator
-}
-
-// operatorFacts returns the NIC and accelerator facts of the topology file
-// the oracle reads (export --boot: the operator's), to carry them into the
-// file written; its pairs reach the new file through the oracle's verdicts.
-func operatorFacts(o *p2p.Oracle) facts {
-	f := facts{nics: map[p2p.Addr]p2p.TopoNIC{}}
-	name, _ := o.TopologyFileInUse()
-	if name == "" {
-		return f
-	}
-	tf, err := p2p.ReadTopologyFile(name)
-	if err != nil {
-		return f
-	}
-	for _, n := range tf.NICs {
-		f.nics[n.Addr] = n
-	}
-	f.accels = tf.Accelerators
-	return f
-}
-
-// errUncertain is returned when export would write verdicts it cannot vouch for.
-var errUncertain = errors.New("some verdicts are uncertain")
-
-// exportTopology works out every accelerator's verdict with every NIC and
-// every other accelerator.
-func exportTopology(o *p2p.Oracle, src *p2p.Sysfs, blocked []p2p.Addr, force bool) (*p2p.TopologyFile, error) {
-	m, err := buildMatrix(o, src)
-	if err != nil {
-		return nil, err
-	}
-	host, _ := os.Hostname()
-	tf := p2p.NewTopologyFile(host)
-	operator := operatorFacts(o)
-	isNIC := map[p2p.Addr]bool{}
-	for _, d := range m.Devices {
-		switch d.Kind {
-		case "nic":
-			isNIC[d.Addr] = true
-			tf.NICs = append(tf.NICs, p2p.TopoNIC{Addr: d.Addr, IBDev: d.IBDev})
-		case "accelerator":
-			tf.Accelerators = append(tf.Accelerators, p2p.TopoAccelerator{Addr: d.Addr, Driver: d.Driver, Vendor: d.Vendor, Device: d.Device})
-		}
-	}
-	for i := range tf.NICs {
-		if n, ok := operator.nics[tf.NICs[i].Addr]; ok && n.PeerAccessBlocked {
-			tf.NICs[i].PeerAccessBlocked, tf.NICs[i].Note = true, n.Note
-		}
-	}
-	for _, a := range operator.accels {
-		if !slices.ContainsFunc(tf.Accelerators, func(x p2p.TopoAccelerator) bool { return x.Addr == a.Addr }) {
-			tf.Accelerators = append(tf.Accelerators, a)
-		}
-	}
-	for _, b := range blocked {
-		if !isNIC[b] {
-			return nil, usagef("--peer-blocked %s: not a NIC of this machine", b)
-		}
-		for i := range tf.NICs {
-			if tf.NICs[i].Addr == b {
-				tf.NICs[i].PeerAccessBlocked = true
-				tf.NICs[i].Note = "recorded by efap2p export --peer-blocked"
-			}
-		}
-	}
-	var uncertain []string
-	for _, p := range m.Devices {
-		if p.Kind != "accelerator" {
-			continue
-		}
-		for _, c := range m.Devices {
-			if c.Addr == p.Addr {
-				continue
-			}
-			v, err := o.Verdict(p.Addr, c.Addr)
-			if err != nil {
-				return nil, err
-			}
-			if !v.Certain {
-				uncertain = append(uncertain, p.Addr.String()+" -> "+c.Addr.String())
-			}
-			tf.Pairs = append(tf.Pairs, p2p.TopoPair{
-				Provider: v.Provider, Client: v.Client, MapType: v.MapType, Distance: v.Distance, Path: v.Path,
-				Policy: v.Policy, Outcome: v.Outcome, BandwidthMBs: v.BandwidthMBs(), LatencyNs: v.LatencyNs(),
-				ACSRedirect: v.ACSRedirect, Reason: v.Reason,
-			})
-		}
-	}
-	if len(uncertain) > 0 && !force {
-		return nil, fmt.Errorf("%w (%d pairs, e.g. %s): config space is not readable; run export as root, or pass --force", errUncertain, len(uncertain), uncertain[0])
-	}
-	return tf, nil
 }

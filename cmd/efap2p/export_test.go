@@ -10,8 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/p2p"
-	"github.com/efap2p/efap2p/sim"
 )
 
 // summary is what a topology file must carry faithfully.
@@ -32,7 +32,7 @@ func summarize(v *p2p.Verdict) summary {
 // TestExportRoundTrip: export, then read back: the same verdict for every
 // exported pair of every model.
 func TestExportRoundTrip(t *testing.T) {
-	for _, name := range sim.BuiltinNames() {
+	for _, name := range models.BuiltinNames() {
 		t.Run(name, func(t *testing.T) {
 			dir := writeTree(t, name)
 			file := filepath.Join(t.TempDir(), "topo.json")
@@ -85,9 +85,9 @@ func TestExportPeerBlocked(t *testing.T) {
 }
 
 func TestExportRefusesUncertain(t *testing.T) {
-	m, _ := sim.Builtin("p5.48xlarge")
+	m, _ := models.Builtin("p5.48xlarge")
 	dir := t.TempDir()
-	if err := m.Write(dir, sim.WriteOptions{ConfigBytes: 64}); err != nil {
+	if err := m.Write(dir, models.WriteOptions{ConfigBytes: 64}); err != nil {
 		t.Fatal(err)
 	}
 	code, _, errs := runTool("export", "--sysfs", dir)

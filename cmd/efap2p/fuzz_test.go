@@ -8,26 +8,6 @@ import (
 	"testing"
 )
 
-// FuzzNaturalLess: the NIC order is a strict total order, whatever the
-// RDMA device names.
-func FuzzNaturalLess(f *testing.F) {
-	for _, s := range [][3]string{{"mlx5_10", "mlx5_2", "mlx5_bond_0"}, {"rdmap100s0", "rdmap99s0", "a01"}, {"a1", "a01", ""}} {
-		f.Add(s[0], s[1], s[2])
-	}
-	f.Fuzz(func(t *testing.T, a, b, c string) {
-		ab, ba := naturalLess(a, b), naturalLess(b, a)
-		if ab && ba {
-			t.Fatalf("%q < %q and %q < %q", a, b, b, a)
-		}
-		if a != b && !ab && !ba {
-			t.Fatalf("%q and %q are not ordered", a, b)
-		}
-		if ab && naturalLess(b, c) && !naturalLess(a, c) {
-			t.Fatalf("%q < %q < %q but not %q < %q", a, b, c, a, c)
-		}
-	})
-}
-
 // FuzzExplainArgument: whatever a user types as a device, explain answers
 // the verdict (exit 0, JSON) or one line of error (exit 2); it never
 // panics, hangs or reads outside the tree.

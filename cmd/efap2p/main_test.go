@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/sim"
 )
 
@@ -20,12 +21,12 @@ func runTool(args ...string) (int, string, string) {
 
 func writeTree(t testing.TB, name string) string {
 	t.Helper()
-	m, err := sim.Builtin(name)
+	m, err := models.Builtin(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if err := m.Write(dir, sim.WriteOptions{}); err != nil {
+	if err := sim.WriteTree(m, dir, sim.TreeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return dir

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/nccltopo"
 	"github.com/efap2p/efap2p/p2p"
 	"github.com/efap2p/efap2p/sim"
@@ -49,9 +50,9 @@ func TestExportNCCL(t *testing.T) {
 		t.Errorf("blocking a GPU: exit %d, %q; want 2, %q", code, errs, wantErr)
 	}
 
-	m, _ := sim.Builtin("p5.48xlarge")
+	m, _ := models.Builtin("p5.48xlarge")
 	hidden := t.TempDir()
-	if err := m.Write(hidden, sim.WriteOptions{ConfigBytes: 64}); err != nil {
+	if err := sim.WriteTree(m, hidden, sim.TreeOptions{WriteOptions: models.WriteOptions{ConfigBytes: 64}}); err != nil {
 		t.Fatal(err)
 	}
 	code, _, errs = runTool("export", "--sysfs", hidden, "--format", "nccl")

@@ -3,21 +3,18 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"strings"
-	"text/tabwriter"
 
-	"github.com/efap2p/efap2p/internal/textwrap"
+	"github.com/efap2p/efap2p/devices"
 	"github.com/efap2p/efap2p/p2p"
+	"github.com/efap2p/efap2p/topoview"
 )
 
 func init() {
-	register(&command{name: "topo", summary: "the matrix of accelerators and NICs, like nvidia-smi topo -m", run: runTopo})
 	register(&command{name: "explain", summary: "the verdict for one provider/client pair, and why", run: runExplain})
 }
 
@@ -150,7 +147,10 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		return explainAll(o, of.json, stdout)
+		if err := topoview.WriteAll(stdout, o, of.json); err != nil {
+			return inputError{err}
+		}
+		return nil
 	}
 	if fs.NArg() != 2 {
 		return usagef("needs a PROVIDER and a CLIENT (got %d arguments)", fs.NArg())
@@ -159,12 +159,12 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	r := newDeviceResolver(o, src)
-	provider, err := r.resolve(fs.Arg(0))
+	r := devices.NewResolver(o, src)
+	provider, err := r.Resolve(fs.Arg(0))
 	if err != nil {
 		return inputError{fmt.Errorf("provider: %w", err)}
 	}
-	client, err := r.resolve(fs.Arg(1))
+	client, err := r.Resolve(fs.Arg(1))
 	if err != nil {
 		return inputError{fmt.Errorf("client: %w", err)}
 	}
@@ -178,165 +178,8 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 	if of.json {
 		return writeJSON(stdout, v)
 	}
-	t := o.Topology()
-	w := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "provider\t%s\n", describe(t, src, provider))
-	fmt.Fprintf(w, "client\t%s\n", describe(t, src, client))
-	fmt.Fprintf(w, "map type\t%s\n", v.MapType)
-	fmt.Fprintf(w, "distance\t%d\n", v.Distance)
-	fmt.Fprintf(w, "path\t%s\n", v.Path)
-	fmt.Fprintf(w, "rule\t%s\n", v.Rule)
-	fmt.Fprintf(w, "policy\t%s\n", v.Policy)
-	fmt.Fprintf(w, "outcome\t%s (dma-buf: p2pdma and the exporter's rule)\n", v.Outcome)
-	fmt.Fprintf(w, "peer memory\t%s\n", peerMemLine(v.PeerMem))
-	fmt.Fprintf(w, "kernel\t%s\n", v.Kernel)
-	fmt.Fprintf(w, "p2pdma\t%s\n", o.KernelConfig().Describe())
-	if bw := v.BandwidthMBs(); bw > 0 {
-		fmt.Fprintf(w, "bandwidth\t%d MB/s (narrowest link)\n", bw)
-	}
-	fmt.Fprintf(w, "latency\t~%d ns (estimate)\n", v.LatencyNs())
-	fmt.Fprintf(w, "source\t%s\n", v.Source)
-	if name, why := o.TopologyFileInUse(); name != "" {
-		fmt.Fprintf(w, "topology file\t%s (trusted: %s)\n", name, why)
-	}
-	if v.CommonBridge != nil {
-		fmt.Fprintf(w, "common bridge\t%s\n", v.CommonBridge)
-	}
-	fmt.Fprintf(w, "acs redirect\t%s\n", addrList(v.ACSRedirect))
-	if len(v.ACSUnknown) > 0 {
-		fmt.Fprintf(w, "acs unknown\t%s\n", addrList(v.ACSUnknown))
-	}
-	if !v.Certain {
-		fmt.Fprintf(w, "certain\tno: something the rule needs could not be read\n")
-	}
-	w.Flush()
-	fmt.Fprintf(stdout, "\n%s\n", textwrap.Wrap(v.Reason, 78))
-	if v.Hint != "" {
-		fmt.Fprintf(stdout, "\nhint: %s\n", v.Hint)
-	}
+	topoview.WriteExplain(stdout, o, src, v)
 	return nil
-}
-
-// explainAll writes the verdict of every ordered pair of functions that are
-// not PCI-to-PCI bridges, in address order: the pairs a kernel can be asked
-// about (kerneltruth compares them with a booted kernel's).
-func explainAll(o *p2p.Oracle, asJSON bool, stdout io.Writer) error {
-	t := o.Topology()
-	addrs, err := t.Functions()
-	if err != nil {
-		return inputError{err}
-	}
-	var ends []p2p.Addr
-	for _, a := range addrs {
-		f, err := t.Function(a)
-		if err != nil {
-			return inputError{err}
-		}
-		at, err := f.Attrs()
-		if err != nil {
-			return inputError{fmt.Errorf("%s: %w", a, err)}
-		}
-		if !at.IsBridge() {
-			ends = append(ends, a)
-		}
-	}
-	bw := bufio.NewWriter(stdout)
-	enc := json.NewEncoder(bw)
-	w := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
-	if !asJSON {
-		fmt.Fprintln(w, "PROVIDER\tCLIENT\tMAP TYPE\tDISTANCE\tPATH\tRULE\tPOLICY\tOUTCOME")
-	}
-	for _, p := range ends {
-		for _, c := range ends {
-			v, err := o.Verdict(p, c)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				if err := enc.Encode(v); err != nil {
-					return err
-				}
-				continue
-			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", p, c, v.MapType, v.Distance, v.Path, v.Rule, v.Policy, v.Outcome)
-		}
-	}
-	if !asJSON {
-		w.Flush()
-	}
-	return bw.Flush()
-}
-
-// peerMemLine describes the peer-memory path for explain.
-func peerMemLine(pm p2p.PeerMem) string {
-	switch {
-	case !pm.Present && pm.Outcome == p2p.OutcomeUnknown && pm.Provider == "":
-		return "unknown (no p2p attribute on the NIC: the in-tree EFA driver registers by dma-buf only)"
-	case pm.Provider == "":
-		return pm.Outcome.String() + " (the EFA driver has no peer-memory provider)"
-	}
-	return fmt.Sprintf("%s (provider %q of the out-of-tree EFA driver)", pm.Outcome, pm.Provider)
-}
-
-func addrList(as []p2p.Addr) string {
-	if len(as) == 0 {
-		return "none"
-	}
-	s := make([]string, len(as))
-	for i, a := range as {
-		s[i] = a.String()
-	}
-	return strings.Join(s, ", ")
-}
-
-// describe names a function for people: address, IDs, class and driver.
-func describe(t *p2p.Topology, src *p2p.Sysfs, a p2p.Addr) string {
-	f, err := t.Function(a)
-	if err != nil {
-		return a.String()
-	}
-	at, err := f.Attrs()
-	if err != nil {
-		return a.String()
-	}
-	s := fmt.Sprintf("%s  %04x:%04x %s", a, at.Vendor, at.Device, className(at.Class))
-	var extra []string
-	if at.Driver != "" {
-		extra = append(extra, at.Driver)
-	}
-	if ib := src.RDMAName(a); ib != "" {
-		extra = append(extra, ib)
-	}
-	if len(extra) > 0 {
-		s += " (" + strings.Join(extra, ", ") + ")"
-	}
-	return s
-}
-
-func className(class uint32) string {
-	switch class >> 8 {
-	case 0x0300:
-		return "VGA controller"
-	case 0x0302:
-		return "3D controller"
-	case 0x0380:
-		return "display controller"
-	case 0x1200:
-		return "processing accelerator"
-	case 0x0200:
-		return "Ethernet controller"
-	case 0x0207:
-		return "InfiniBand controller"
-	case 0x0280:
-		return "network controller"
-	case 0x0604:
-		return "PCI bridge"
-	case 0x0600:
-		return "host bridge"
-	case 0x0108:
-		return "NVMe controller"
-	}
-	return fmt.Sprintf("class %06x", class)
 }
 
 func writeJSON(w io.Writer, v any) error {

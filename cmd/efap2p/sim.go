@@ -3,24 +3,15 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"os/exec"
-	"os/signal"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
-	"syscall"
 
-	"github.com/efap2p/efap2p/p2p"
+	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/sim"
-
-	"golang.org/x/sys/unix"
 )
 
 func init() {
@@ -37,7 +28,7 @@ const simUsage = `Usage:
       write the model's sysfs tree (and the emulator's efasim.conf) under DIR
 
 Running a command:
-  The model (default ` + sim.DefaultMachine + `) is written as a sysfs tree to a new
+  The model (default ` + models.DefaultMachine + `) is written as a sysfs tree to a new
   temporary directory; COMMAND runs with SYSFS_PATH naming that tree and
   libefasim.so appended to LD_PRELOAD. Inside, the unmodified rdma-core
   userspace (libibverbs, libefa, ibv_devices, ibv_devinfo, pyverbs) sees the
@@ -48,8 +39,10 @@ Running a command:
   executed by an emulated device, between the processes of the host.
   EFASIM_CONFIG is removed from COMMAND's environment, so that the tree's
   efasim.conf is the one used; EFAP2P_KERNEL is set to the model's kernel
-  release (its "kernel", default latest), so that the oracle inside decides
-  by the emulated host's rules; EFASIM_TRACE=1 makes the library log each
+  release (its "kernel", default latest), and EFAP2P_KERNEL_CONFIG to the
+  tree's kernel.config (its "kernel_config": with PCI_P2PDMA or not), so
+  that the oracle inside decides by the emulated host's rules and kernel;
+  EFASIM_TRACE=1 makes the library log each
   emulated call on stderr. The tree is removed when COMMAND ends, unless
   --keep is given (then its path is printed on stderr).
 
@@ -116,16 +109,16 @@ type modelFlags struct {
 }
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&m.machine, "machine", "", "built-in machine model `NAME` (default "+sim.DefaultMachine+"; see 'efap2p sim list')")
-	fs.StringVar(&m.model, "model", "", "machine model `FILE` (JSON, see sim/machines/README.md)")
+	fs.StringVar(&m.machine, "machine", "", "built-in machine model `NAME` (default "+models.DefaultMachine+"; see 'efap2p sim list')")
+	fs.StringVar(&m.model, "model", "", "machine model `FILE` (JSON, see models/machines/README.md)")
 }
 
-func (m *modelFlags) load() (*sim.Machine, error) {
+func (m *modelFlags) load() (*models.Machine, error) {
 	switch {
 	case m.machine != "" && m.model != "":
 		return nil, usagef("--machine and --model exclude each other")
 	case m.model != "":
-		mm, err := sim.LoadFile(m.model)
+		mm, err := models.LoadFile(m.model)
 		if err != nil {
 			return nil, inputError{err}
 		}
@@ -133,107 +126,14 @@ func (m *modelFlags) load() (*sim.Machine, error) {
 	}
 	name := m.machine
 	if name == "" {
-		name = sim.DefaultMachine
+		name = models.DefaultMachine
 	}
-	mm, err := sim.Builtin(name)
+	mm, err := models.Builtin(name)
 	if err != nil {
 		return nil, inputError{err}
 	}
 	return mm, nil
 }
-
-func simList(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("sim list", flag.ContinueOnError)
-	if err := parseFlags(fs, args, "Usage: efap2p sim list\n\nThe built-in machine models: name, functions, EFA NICs, description.\n\n", nil); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usagef("list takes no arguments")
-	}
-	for _, n := range sim.BuiltinNames() {
-		m, err := sim.Builtin(n)
-		if err != nil {
-			return err
-		}
-		desc := m.Description
-		if i := strings.Index(desc, ": "); i > 0 && i < 60 {
-			desc = desc[:i]
-		}
-		fmt.Fprintf(stdout, "%-28s %3d functions %3d EFA  %s\n", n, len(m.Functions()), len(m.EFANICs()), desc)
-	}
-	return nil
-}
-
-// simWriteFlags is the flag set of sim write.
-func simWriteFlags() (*flag.FlagSet, *modelFlags, *bool, *bool) {
-	fs := flag.NewFlagSet("sim write", flag.ContinueOnError)
-	mf := &modelFlags{}
-	mf.register(fs)
-	unpriv := fs.Bool("unprivileged", false, "write config files as a non-root process sees them (64 bytes: ACS unknown)")
-	force := fs.Bool("force", false, "replace a tree written to DIR before")
-	return fs, mf, unpriv, force
-}
-
-func simWrite(args []string, stdout, stderr io.Writer) error {
-	fs, mf, unpriv, force := simWriteFlags()
-	if err := parseFlags(fs, args, simUsage, stderr); err != nil {
-		if _, ok := err.(helpText); ok {
-			return simHelp()
-		}
-		return err
-	}
-	if fs.NArg() != 1 {
-		return usagef("write needs exactly one directory")
-	}
-	m, err := mf.load()
-	if err != nil {
-		return err
-	}
-	dir := fs.Arg(0)
-	if err := prepareTreeDir(dir, *force); err != nil {
-		return err
-	}
-	opt := sim.WriteOptions{}
-	if *unpriv {
-		opt.ConfigBytes = 64
-	}
-	if err := m.Write(dir, opt); err != nil {
-		return fmt.Errorf("writing %s: %w", dir, err)
-	}
-	fmt.Fprintf(stdout, "wrote machine %s (%d functions, %d EFA NICs) to %s\n", m.Name, len(m.Functions()), len(m.EFANICs()), dir)
-	return nil
-}
-
-// prepareTreeDir checks that sim write may write into dir: a new or empty
-// directory; with force, an earlier tree (efasim.conf at its top), which
-// is removed first so that nothing of the old machine is left.
-func prepareTreeDir(dir string, force bool) error {
-	ents, err := os.ReadDir(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil
-	case err != nil:
-		return inputError{fmt.Errorf("sim write: %w", err)}
-	case len(ents) == 0:
-		return nil
-	}
-	tree := regularFile(filepath.Join(dir, sim.EmulatorConfigName)) == nil
-	switch {
-	case !tree:
-		return inputError{fmt.Errorf("sim write: %s is not empty and holds no emulated tree (no %s): choose a new or empty directory", dir, sim.EmulatorConfigName)}
-	case !force:
-		return inputError{fmt.Errorf("sim write: %s already holds an emulated tree: --force replaces it", dir)}
-	}
-	for _, e := range ents {
-		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
-			return fmt.Errorf("sim write: removing the old tree: %w", err)
-		}
-	}
-	return nil
-}
-
-// libraryName is the file name of the emulator's preload library.
-const libraryName = "libefasim.so"
 
 // executable returns the running binary's path; tests replace it.
 var executable = os.Executable
@@ -276,7 +176,7 @@ func simRun(args []string, stdout, stderr io.Writer) error {
 	if len(command) == 0 {
 		return usagef("no command after --")
 	}
-	lib, err := findLibrary()
+	lib, err := sim.FindLibrary(executable, libDir)
 	if err != nil {
 		return inputError{err}
 	}
@@ -284,36 +184,9 @@ func simRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp(treeBase(), "efap2p-sim-")
-	if err != nil {
-		return fmt.Errorf("sim: %w", err)
-	}
-	defer func() {
-		if *keep {
-			fmt.Fprintf(stderr, "efap2p: kept the emulated host's tree in %s\n", dir)
-			return
-		}
-		if err := os.RemoveAll(dir); err != nil {
-			fmt.Fprintf(stderr, "efap2p: removing %s: %v\n", dir, err)
-		}
-	}()
-	opt := sim.WriteOptions{}
-	if *fabric != "" {
-		host, err := sim.JoinFabric(*fabric)
-		if err != nil {
-			return fmt.Errorf("sim: %w", err)
-		}
-		defer func() {
-			if err := host.Close(); err != nil {
-				fmt.Fprintf(stderr, "efap2p: cleaning fabric %s: %v\n", host.Dir, err)
-			}
-		}()
-		opt.Fabric, opt.Host = host.Dir, host.ID
-	}
-	if err := m.Write(dir, opt); err != nil {
-		return fmt.Errorf("sim: writing machine %s: %w", m.Name, err)
-	}
-	code, err := runChild(command, sim.EmulatorEnv(os.Environ(), dir, lib, []string{p2p.KernelEnv}, p2p.KernelEnv+"="+m.KernelRelease().String()), stdout, stderr)
+	code, err := sim.Run(m, command, sim.RunOptions{Library: lib, Fabric: *fabric, Keep: *keep,
+		Stdin: os.Stdin, Stdout: stdout, Stderr: stderr,
+		Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "efap2p: "+format+"\n", args...) }})
 	if err != nil {
 		return err
 	}
@@ -328,137 +201,3 @@ func simRun(args []string, stdout, stderr io.Writer) error {
 // "-X main.libDir=/usr/lib/x86_64-linux-gnu"); the emulator's library is in
 // its efap2p/ directory. Empty in a plain go build.
 var libDir string
-
-// multiarchTriplets are the Debian multiarch directories of the
-// architectures Go builds for, by GOARCH.
-var multiarchTriplets = map[string]string{
-	"amd64": "x86_64-linux-gnu", "arm64": "aarch64-linux-gnu", "386": "i386-linux-gnu",
-	"arm": "arm-linux-gnueabihf", "ppc64le": "powerpc64le-linux-gnu", "s390x": "s390x-linux-gnu",
-	"riscv64": "riscv64-linux-gnu", "loong64": "loongarch64-linux-gnu", "mips64le": "mips64el-linux-gnuabi64",
-}
-
-// libraryCandidates are the places findLibrary looks, in order, for an
-// executable in dir: next to it (the build tree), then the efap2p/
-// directory of the usual libdirs of its prefix (lib, lib/<multiarch>,
-// lib64), then that of the libdir it was built for.
-func libraryCandidates(dir string) []string {
-	prefix := filepath.Dir(dir)
-	c := []string{
-		filepath.Join(dir, libraryName),
-		filepath.Join(prefix, "lib", "efap2p", libraryName),
-	}
-	if t, ok := multiarchTriplets[runtime.GOARCH]; ok {
-		c = append(c, filepath.Join(prefix, "lib", t, "efap2p", libraryName))
-	}
-	c = append(c, filepath.Join(prefix, "lib64", "efap2p", libraryName))
-	if libDir != "" {
-		if p := filepath.Join(libDir, "efap2p", libraryName); !slices.Contains(c, p) {
-			c = append(c, p)
-		}
-	}
-	return c
-}
-
-// findLibrary locates libefasim.so: $EFASIM_LIBRARY, else the first of
-// libraryCandidates. The path returned is absolute, as LD_PRELOAD needs in
-// a child that may change directory.
-func findLibrary() (string, error) {
-	if p := os.Getenv("EFASIM_LIBRARY"); p != "" {
-		abs, err := filepath.Abs(p)
-		if err == nil {
-			err = regularFile(abs)
-		}
-		if err != nil {
-			return "", fmt.Errorf("EFASIM_LIBRARY=%s: %w", p, err)
-		}
-		return abs, nil
-	}
-	exe, err := executable()
-	if err != nil {
-		return "", fmt.Errorf("finding %s: %w", libraryName, err)
-	}
-	if resolved, err := filepath.EvalSymlinks(exe); err == nil {
-		exe = resolved
-	}
-	candidates := libraryCandidates(filepath.Dir(exe))
-	for _, c := range candidates {
-		if regularFile(c) == nil {
-			return filepath.Abs(c)
-		}
-	}
-	return "", fmt.Errorf("%s, the emulator's library, not found (looked for %s): install it (make install, or the efap2p-sim package), build it ('make c-build' in the source tree), or set EFASIM_LIBRARY",
-		libraryName, strings.Join(candidates, ", "))
-}
-
-func regularFile(p string) error {
-	st, err := os.Stat(p)
-	if err != nil {
-		return err
-	}
-	if !st.Mode().IsRegular() {
-		return fmt.Errorf("%s is not a regular file", p)
-	}
-	return nil
-}
-
-// runChild runs command and returns its exit status as a shell reports
-// it: 128+N for a signal N, 127 when not found, 126 when not runnable.
-// SIGTERM and SIGHUP sent to efap2p are passed on; SIGINT and SIGQUIT
-// come from the terminal to the whole process group, so efap2p only
-// outlives them to clean up.
-func runChild(command []string, env []string, stdout, stderr io.Writer) (int, error) {
-	cmd := exec.Command(command[0], command[1:]...)
-	cmd.Env = env
-	cmd.Stdin = os.Stdin
-	cmd.Stdout = stdout
-	cmd.Stderr = stderr
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(stderr, "efap2p: sim: %v\n", err)
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
-			return 127, nil
-		}
-		return 126, nil
-	}
-	done := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case s := <-sigs:
-				if s == syscall.SIGTERM || s == syscall.SIGHUP {
-					_ = cmd.Process.Signal(s)
-				}
-			case <-done:
-				return
-			}
-		}
-	}()
-	err := cmd.Wait()
-	close(done)
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
-		if ws.Signaled() {
-			return 128 + int(ws.Signal()), nil
-		}
-		return ws.ExitStatus(), nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("sim: %w", err)
-	}
-	return cmd.ProcessState.ExitCode(), nil
-}
-
-// treeBase is where emulated trees go: $TMPDIR when set, else /dev/shm when
-// it is a writable directory (a tree is thousands of small files: on tmpfs
-// a p5.48xlarge tree takes milliseconds to write, on some disks a second),
-// else the system default.
-func treeBase() string {
-	if os.Getenv("TMPDIR") != "" {
-		return ""
-	}
-	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() && unix.Access("/dev/shm", unix.W_OK) == nil {
-		return "/dev/shm"
-	}
-	return ""
-}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -150,99 +149,6 @@ func TestSimRunMissingLibrary(t *testing.T) {
 	})
 }
 
-// TestFindLibraryLayouts: the emulator's library is found next to the
-// executable (the build tree), then in the efap2p/ directory of wherever
-// LIBDIR put it: PREFIX/lib, the multiarch PREFIX/lib/<triplet>, lib64,
-// or the libdir the tool was built for.
-func TestFindLibraryLayouts(t *testing.T) {
-	t.Setenv("EFASIM_LIBRARY", "")
-	restoreExe, restoreLib := executable, libDir
-	t.Cleanup(func() { executable, libDir = restoreExe, restoreLib })
-	touch := func(p string) {
-		t.Helper()
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, nil, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, tc := range []struct {
-		name, lib, builtFor string
-	}{
-		{"PREFIX/lib", "lib/efap2p/libefasim.so", ""},
-		{"multiarch", "lib/" + multiarchTriplets[runtime.GOARCH] + "/efap2p/libefasim.so", ""},
-		{"lib64", "lib64/efap2p/libefasim.so", ""},
-		{"the LIBDIR it was built for", "opt/elsewhere/efap2p/libefasim.so", "opt/elsewhere"},
-		{"build tree", "bin/libefasim.so", ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			root := t.TempDir()
-			exe := filepath.Join(root, "bin", "efap2p")
-			touch(exe)
-			want := filepath.Join(root, tc.lib)
-			touch(want)
-			executable = func() (string, error) { return exe, nil }
-			libDir = ""
-			if tc.builtFor != "" {
-				libDir = filepath.Join(root, tc.builtFor)
-			}
-			if got, err := findLibrary(); err != nil || got != want {
-				t.Errorf("%q, %v; want %q", got, err, want)
-			}
-		})
-	}
-	// next to the executable comes first
-	root := t.TempDir()
-	exe := filepath.Join(root, "bin", "efap2p")
-	touch(exe)
-	touch(filepath.Join(root, "lib", "efap2p", "libefasim.so"))
-	touch(filepath.Join(root, "bin", "libefasim.so"))
-	executable = func() (string, error) { return exe, nil }
-	if got, err := findLibrary(); err != nil || got != filepath.Join(root, "bin", "libefasim.so") {
-		t.Errorf("build tree and installed layout: %q, %v; want the one next to the executable", got, err)
-	}
-}
-
-// TestSimWriteForce: sim write refuses a non-empty directory; --force
-// replaces a tree written there before (nothing of the old machine is
-// left), and never touches a directory that holds something else.
-func TestSimWriteForce(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "tree")
-	if code, _, errs := runSimCmd(t, "write", "--machine", "p4d.24xlarge", dir); code != 0 {
-		t.Fatalf("new directory: exit %d: %s", code, errs)
-	}
-	code, _, errs := runSimCmd(t, "write", "--model", tinyModel(t), dir)
-	if code != 2 || !strings.Contains(errs, "--force") {
-		t.Errorf("a tree there: exit %d, %q; want 2 and a hint to --force", code, errs)
-	}
-	if code, _, errs := runSimCmd(t, "write", "--force", "--model", tinyModel(t), dir); code != 0 {
-		t.Fatalf("--force: exit %d: %s", code, errs)
-	}
-	ents, err := os.ReadDir(filepath.Join(dir, "bus/pci/devices"))
-	if err != nil || len(ents) != 2 {
-		t.Errorf("after --force: %d functions (%v), want the tiny model's 2", len(ents), err)
-	}
-
-	other := t.TempDir()
-	keep := filepath.Join(other, "notes.txt")
-	if err := os.WriteFile(keep, []byte("mine\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, args := range [][]string{{"write", other}, {"write", "--force", other}} {
-		code, _, errs := runSimCmd(t, args...)
-		if code != 2 || !strings.Contains(errs, "not empty") {
-			t.Errorf("%v: exit %d, %q; want 2, not empty", args, code, errs)
-		}
-	}
-	if b, err := os.ReadFile(keep); err != nil || string(b) != "mine\n" {
-		t.Errorf("the directory's own file: %q, %v", b, err)
-	}
-	if ents, _ := os.ReadDir(other); len(ents) != 1 {
-		t.Errorf("sim write wrote into a directory it refused: %d entries", len(ents))
-	}
-}
-
 func TestSimRunUsage(t *testing.T) {
 	fakeLibrary(t)
 	for _, tc := range []struct {
@@ -269,13 +175,6 @@ func TestSimHelp(t *testing.T) {
 	code, stdout, _ := runSimCmd(t, "--help")
 	if code != 0 || !strings.Contains(stdout, "-- COMMAND") || !strings.Contains(stdout, "Exit status") {
 		t.Errorf("exit %d, help %q", code, stdout)
-	}
-}
-
-func TestSimList(t *testing.T) {
-	code, stdout, _ := runSimCmd(t, "list")
-	if code != 0 || !strings.Contains(stdout, "p5.48xlarge") || !strings.Contains(stdout, " 32 EFA") {
-		t.Errorf("exit %d, list %q", code, stdout)
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/efap2p/efap2p/devices"
+	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/sim"
 )
 
@@ -146,13 +148,13 @@ func TestTopoFull(t *testing.T) {
 	if gpu0[0] != "GPU0" || gpu0[1] != "X" || !slices.Equal(gpu0[9:13], []string{"PIX", "PIX", "PIX", "PIX"}) {
 		t.Errorf("GPU0 row %v: want X on the diagonal, PIX for NIC0..NIC3", gpu0)
 	}
-	devices := topoSection(out, "Devices:")
-	if len(devices) != 41 || devices[8] != "  NIC0: 0000:4f:00.0 1d0f:efa1 efa rdmap79s0" {
-		t.Errorf("devices %q", devices)
+	devs := topoSection(out, "Devices:")
+	if len(devs) != 41 || devs[8] != "  NIC0: 0000:4f:00.0 1d0f:efa1 efa rdmap79s0" {
+		t.Errorf("devices %q", devs)
 	}
 
 	code, out, _ = runTool("topo", "--sysfs", dir, "--json")
-	var m topoMatrix
+	var m devices.Matrix
 	if code != 0 || json.Unmarshal([]byte(out), &m) != nil || len(m.Devices) != 41 || len(m.Matrix) != 41 {
 		t.Fatalf("topo --json: exit %d, %d devices", code, len(m.Devices))
 	}
@@ -187,12 +189,12 @@ func writeModel(t *testing.T, model string) string {
 	if err := os.WriteFile(p, []byte(model), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	m, err := sim.LoadFile(p)
+	m, err := models.LoadFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if err := m.Write(dir, sim.WriteOptions{}); err != nil {
+	if err := sim.WriteTree(m, dir, sim.TreeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -228,47 +230,12 @@ func TestTopoNothingToShow(t *testing.T) {
 		}
 	}
 }
-
-func TestNaturalLess(t *testing.T) {
-	sorted := []string{"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_10", "mlx5_33", "mlx5_bond_0", "mlx5_bond_1",
-		"rdmap79s0", "rdmap99s0", "rdmap100s0", "rdmap100s1", "rdmap201s0"}
-	for i := range sorted {
-		for j := range sorted {
-			if got := naturalLess(sorted[i], sorted[j]); got != (i < j) {
-				t.Errorf("naturalLess(%q, %q) = %v", sorted[i], sorted[j], got)
-			}
-		}
-	}
-	if naturalLess("a01", "a1") == naturalLess("a1", "a01") {
-		t.Error("a01 and a1 must be ordered one way")
-	}
-}
-
-// TestExplainNames: explain takes what topo prints and what users type.
-func TestExplainNames(t *testing.T) {
+func TestTopoDOTUsage(t *testing.T) {
 	dir := writeTree(t, "p5.48xlarge")
-	verdict := func(p, c string) (int, string, string) {
-		return runTool("explain", "--sysfs", dir, "--json", p, c)
+	if code, _, errs := runTool("topo", "--sysfs", dir, "--dot", "--json"); code != 2 || !strings.Contains(errs, "exclude") {
+		t.Errorf("--dot --json: exit %d: %s", code, errs)
 	}
-	_, want, _ := verdict("0000:53:00.0", "0000:4f:00.0")
-	for _, pair := range [][2]string{{"GPU0", "NIC0"}, {"gpu0", "nic0"}, {"53:00.0", "rdmap79s0"}, {"GPU0", "4f:00.0"}} {
-		code, out, errs := verdict(pair[0], pair[1])
-		if code != 0 || out != want {
-			t.Errorf("explain %s %s: exit %d, %s; want the verdict of 0000:53:00.0 0000:4f:00.0", pair[0], pair[1], code, errs)
-		}
-	}
-	// NET0 is the ENA, 0000:00:05.0
-	if code, out, _ := verdict("GPU0", "NET0"); code != 0 || !strings.Contains(out, `"client": "0000:00:05.0"`) {
-		t.Errorf("explain GPU0 NET0: exit %d, %s", code, out)
-	}
-	for _, tc := range []struct{ arg, want string }{
-		{"NIC32", "no device NIC32 on this machine (it has GPU0..GPU7, NIC0..NIC31, NET0)"},
-		{"rdmap9s9", `"rdmap9s9" is not a PCI address`},
-		{"../x", `"../x" is not a PCI address`},
-	} {
-		code, _, errs := verdict("GPU0", tc.arg)
-		if code != 2 || !strings.Contains(errs, tc.want) || strings.Count(errs, "\n") != 1 {
-			t.Errorf("explain GPU0 %s: exit %d, %q; want exit 2 and %q", tc.arg, code, errs, tc.want)
-		}
+	if code, out, errs := runTool("topo", "--help"); code != 0 || !strings.Contains(out, "--dot") || !strings.Contains(out, "Graphviz") {
+		t.Errorf("topo --help: exit %d: %s%s", code, out, errs)
 	}
 }

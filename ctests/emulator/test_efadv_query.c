@@ -24,7 +24,7 @@ struct expect {
 	uint16_t max_sq_sge, max_rq_sge, inline_buf_size;
 };
 
-/* sim/machines/p5.48xlarge.json, efa_defaults: device_caps RDMA_READ,
+/* models/machines/p5.48xlarge.json, efa_defaults: device_caps RDMA_READ,
  * RNR_RETRY, CQ_NOTIFICATIONS, DATA_POLLING_128, RDMA_WRITE,
  * UNSOLICITED_WRITE_RECV (no CQ_WITH_SGID); every NIC uses the defaults. */
 static const struct expect p5 = { 0x3, 4096, 32768, 1073741824, 2, 3, 32 };

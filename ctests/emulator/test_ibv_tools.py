@@ -3,10 +3,10 @@
 
 Usage: test_ibv_tools.py PATH/TO/efap2p
 
-The expected values were read by hand from sim/machines/p5.48xlarge.json:
+The expected values were read by hand from models/machines/p5.48xlarge.json:
 32 EFA NICs 1d0f:efa1 on buses 4f-52, 60-63, 71-74, 82-85, 93-96, a4-a7,
 b5-b8, c6-c9 (device 00.0), named rdmap<bus in decimal>s0, every one with
-the machine's efa_defaults and the built-in attributes sim/efa.go gives
+the machine's efa_defaults and the built-in attributes models/efa.go gives
 (max_qp 256, max_mr_size 0x3fffff000000, fw 0.0.0.0, port MTU 4096); the
 node GUID and GID carry the bus in their low bytes.
 """

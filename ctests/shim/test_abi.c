@@ -150,7 +150,7 @@ static void check_peer_args(query_peer_fn q, struct ibv_context *ctx)
 }
 
 /* rdmap79s0 (4f:00.0) and the H100 53:00.0 under one switch: BUS_ADDR at
- * 4, PIX, nvidia's rule, p2p (sim/machines/p5.48xlarge.json). */
+ * 4, PIX, nvidia's rule, p2p (models/machines/p5.48xlarge.json). */
 static void check_peer(query_peer_fn q, struct ibv_context *ctx)
 {
 	unsigned char buf[112];

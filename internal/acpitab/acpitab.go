@@ -10,7 +10,7 @@
 // 0400: root reads them).
 //
 // It imports nothing of this repository; package p2p and the machine
-// models of package sim share it.
+// models of package models share it.
 package acpitab
 
 import (

@@ -8,7 +8,7 @@
 // the ACS extended capability.
 //
 // It imports nothing of this repository; package p2p, the machine models
-// of package sim and the command line share it.
+// of package models and the command line share it.
 package pcicfg
 
 import "encoding/binary"

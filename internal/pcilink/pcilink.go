@@ -4,7 +4,7 @@
 // (current_link_speed, current_link_width) and works out its bandwidth.
 //
 // It imports nothing of this repository; package p2p and the machine
-// models of package sim share it.
+// models of package models share it.
 package pcilink
 
 import (

@@ -32,6 +32,7 @@ import (
 	"unsafe"
 
 	"github.com/efap2p/efap2p/internal/dl"
+	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/sim"
 )
 
@@ -45,15 +46,15 @@ var Models = []string{"p5.48xlarge", "intel-acs-switch", "multi-domain", "arm64-
 const modelEnv = "EFAP2P_SIMTEST_MODEL"
 
 var (
-	unavailable string       // why the emulator cannot run, outside it
-	model       *sim.Machine // the model, inside it
+	unavailable string          // why the emulator cannot run, outside it
+	model       *models.Machine // the model, inside it
 )
 
 // Main is for TestMain: it runs the tests inside the emulator, once per
 // model, and returns the exit code for os.Exit.
 func Main(m *testing.M) int {
 	if name := os.Getenv(modelEnv); name != "" {
-		mm, err := sim.Builtin(name)
+		mm, err := models.Builtin(name)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "simtest: %s=%s: %v\n", modelEnv, name, err)
 			return 2
@@ -107,7 +108,7 @@ func Main(m *testing.M) int {
 
 // runIn runs the test binary again inside the emulated model name.
 func runIn(name, lib string, examples bool) (int, error) {
-	mm, err := sim.Builtin(name)
+	mm, err := models.Builtin(name)
 	if err != nil {
 		return 0, err
 	}
@@ -116,7 +117,7 @@ func runIn(name, lib string, examples bool) (int, error) {
 		return 0, err
 	}
 	defer os.RemoveAll(dir)
-	if err := mm.Write(dir, sim.WriteOptions{}); err != nil {
+	if err := sim.WriteTree(mm, dir, sim.TreeOptions{}); err != nil {
 		return 0, fmt.Errorf("writing the model's tree: %w", err)
 	}
 	args := os.Args[1:]
@@ -179,11 +180,11 @@ func treeBase() string {
 
 // Model returns the machine model the test process runs in, or nil
 // outside the emulator.
-func Model() *sim.Machine { return model }
+func Model() *models.Machine { return model }
 
 // Require skips the test when it does not run inside the emulator, saying
 // why, and returns the model.
-func Require(t testing.TB) *sim.Machine {
+func Require(t testing.TB) *models.Machine {
 	t.Helper()
 	if model == nil {
 		if unavailable == "" {

@@ -29,7 +29,7 @@ import (
 	"unsafe"
 
 	"github.com/efap2p/efap2p/abi"
-	"github.com/efap2p/efap2p/internal/answer"
+	"github.com/efap2p/efap2p/answer"
 	"github.com/efap2p/efap2p/p2p"
 )
 

@@ -2,7 +2,7 @@
 /*
  * The topology file's index (FILE.idx, written by `efap2p export` beside
  * FILE): what the front answers from without loading the Go core. The
- * layout is internal/answer/index.go's; the checks here and ReadIndex's
+ * layout is answer/index.go's; the checks here and ReadIndex's
  * there are the same, and a Go fuzz test compares them (shim/front/indexfuzz).
  *
  * Parsing takes no I/O: the caller reads the file's head (header, section

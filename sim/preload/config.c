@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The emulated machine: efasim.conf, written by `efap2p sim write` next to
- * the fake sysfs tree (format in sim/writer.go, EmulatorConfig).
+ * the fake sysfs tree (format in sim/tree.go, EmulatorConfig).
  *
  *	efasim 1
  *	function <pci> <vendor> <device> <class> <driver|->

@@ -4,7 +4,7 @@
 
 // Package indexfuzz drives the C front's topology index parser
 // (shim/front/index.c) from Go, so that the Go fuzzer can compare it with
-// the Go reader (internal/answer.ReadIndex) on the same bytes: both must
+// the Go reader (answer.ReadIndex) on the same bytes: both must
 // accept the same files, and answer the same lookups. Only its tests use it.
 package indexfuzz
 

@@ -9,22 +9,22 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/efap2p/efap2p/internal/answer"
+	"github.com/efap2p/efap2p/answer"
+	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/p2p"
-	"github.com/efap2p/efap2p/sim"
 )
 
 // seed writes a model's tree and its topology file with index, as export
 // does, and returns the index's bytes.
 func seed(t testing.TB, model string) []byte {
 	t.Helper()
-	m, err := sim.Builtin(model)
+	m, err := models.Builtin(model)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	root := filepath.Join(dir, "sys")
-	if err := m.Write(root, sim.WriteOptions{}); err != nil {
+	if err := m.Write(root, models.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	s, err := p2p.OpenSysfs(root)

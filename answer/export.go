@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: MIT
+
+package answer
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+
+	"github.com/efap2p/efap2p/devices"
+	"github.com/efap2p/efap2p/p2p"
+)
+
+// ExportOptions tune Export.
+type ExportOptions struct {
+	// PeerBlocked are NICs whose firmware refuses DMA to every peer, a
+	// fact sysfs cannot show: the file records them.
+	PeerBlocked []p2p.Addr
+	// Force writes verdicts that are uncertain (config space not
+	// readable) instead of failing.
+	Force bool
+	// Boot binds the file to this boot (the boot-time file).
+	Boot bool
+}
+
+// ErrUncertain is wrapped when some verdicts between the machine's
+// accelerators and the other devices are uncertain and ExportOptions.Force
+// is not set.
+var ErrUncertain = errors.New("some verdicts are uncertain")
+
+// ErrNotNIC is wrapped when ExportOptions.PeerBlocked names a function that
+// is not a NIC of the machine.
+var ErrNotNIC = errors.New("not a NIC of this machine")
+
+// Export works out the topology file of the machine o reads from src
+// (efap2p export): its accelerators and NICs (devices.List), the verdict
+// of every accelerator with every NIC and every other accelerator, and the
+// machine it describes (p2p.TopologyFile.RecordMachine). The NIC and
+// accelerator facts of the topology file o reads, if any (the operator's,
+// for the boot-time file), are carried into it; its pairs come in through
+// o's verdicts.
+func Export(o *p2p.Oracle, src *p2p.Sysfs, opts ExportOptions) (*p2p.TopologyFile, error) {
+	m, err := devices.BuildMatrix(o, src)
+	if err != nil {
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	tf := p2p.NewTopologyFile(host)
+	operator := operatorFacts(o)
+	isNIC := map[p2p.Addr]bool{}
+	for _, d := range m.Devices {
+		switch d.Kind {
+		case devices.KindNIC:
+			isNIC[d.Addr] = true
+			tf.NICs = append(tf.NICs, p2p.TopoNIC{Addr: d.Addr, IBDev: d.IBDev})
+		case devices.KindAccelerator:
+			tf.Accelerators = append(tf.Accelerators, p2p.TopoAccelerator{Addr: d.Addr, Driver: d.Driver, Vendor: d.Vendor, Device: d.Device})
+		}
+	}
+	for i := range tf.NICs {
+		if n, ok := operator.nics[tf.NICs[i].Addr]; ok && n.PeerAccessBlocked {
+			tf.NICs[i].PeerAccessBlocked, tf.NICs[i].Note = true, n.Note
+		}
+	}
+	for _, a := range operator.accels {
+		if !slices.ContainsFunc(tf.Accelerators, func(x p2p.TopoAccelerator) bool { return x.Addr == a.Addr }) {
+			tf.Accelerators = append(tf.Accelerators, a)
+		}
+	}
+	for _, b := range opts.PeerBlocked {
+		if !isNIC[b] {
+			return nil, fmt.Errorf("%s: %w", b, ErrNotNIC)
+		}
+		for i := range tf.NICs {
+			if tf.NICs[i].Addr == b {
+				tf.NICs[i].PeerAccessBlocked = true
+				tf.NICs[i].Note = "recorded by efap2p export --peer-blocked"
+			}
+		}
+	}
+	var uncertain []string
+	for _, p := range m.Devices {
+		if p.Kind != devices.KindAccelerator {
+			continue
+		}
+		for _, c := range m.Devices {
+			if c.Addr == p.Addr {
+				continue
+			}
+			v, err := o.Verdict(p.Addr, c.Addr)
+			if err != nil {
+				return nil, err
+			}
+			if !v.Certain {
+				uncertain = append(uncertain, p.Addr.String()+" -> "+c.Addr.String())
+			}
+			tf.Pairs = append(tf.Pairs, p2p.TopoPair{
+				Provider: v.Provider, Client: v.Client, MapType: v.MapType, Distance: v.Distance, Path: v.Path,
+				Policy: v.Policy, Outcome: v.Outcome, BandwidthMBs: v.BandwidthMBs(), LatencyNs: v.LatencyNs(),
+				ACSRedirect: v.ACSRedirect, Reason: v.Reason,
+			})
+		}
+	}
+	if len(uncertain) > 0 && !opts.Force {
+		return nil, fmt.Errorf("%w (%d pairs, e.g. %s): config space is not readable", ErrUncertain, len(uncertain), uncertain[0])
+	}
+	if err := tf.RecordMachine(o, opts.Boot); err != nil {
+		return nil, err
+	}
+	return tf, nil
+}
+
+// facts are what an operator's topology file says beyond its pairs.
+type facts struct {
+	nics   map[p2p.Addr]p2p.TopoNIC
+	accels []p2p.TopoAccelerator
+}
+
+// operatorFacts returns the NIC and accelerator facts of the topology file
+// the oracle reads, to carry them into the file written.
+func operatorFacts(o *p2p.Oracle) facts {
+	f := facts{nics: map[p2p.Addr]p2p.TopoNIC{}}
+	name, _ := o.TopologyFileInUse()
+	if name == "" {
+		return f
+	}
+	tf, err := p2p.ReadTopologyFile(name)
+	if err != nil {
+		return f
+	}
+	for _, n := range tf.NICs {
+		f.nics[n.Addr] = n
+	}
+	f.accels = tf.Accelerators
+	return f
+}

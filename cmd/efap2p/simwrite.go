@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: MIT
+
+package main
+
+// efap2p sim list and efap2p sim write: the built-in models, and a model
+// written as the tree of an emulated host.
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/efap2p/efap2p/models"
+	"github.com/efap2p/efap2p/sim"
+)
+
+func simList(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("sim list", flag.ContinueOnError)
+	if err := parseFlags(fs, args, "Usage: efap2p sim list\n\nThe built-in machine models: name, functions, EFA NICs, description.\n\n", nil); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("list takes no arguments")
+	}
+	for _, n := range models.BuiltinNames() {
+		m, err := models.Builtin(n)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%-28s %3d functions %3d EFA  %s\n", n, len(m.Functions()), len(m.EFANICs()), m.Title())
+	}
+	return nil
+}
+
+// simWriteFlags is the flag set of sim write.
+func simWriteFlags() (*flag.FlagSet, *modelFlags, *bool, *bool) {
+	fs := flag.NewFlagSet("sim write", flag.ContinueOnError)
+	mf := &modelFlags{}
+	mf.register(fs)
+	unpriv := fs.Bool("unprivileged", false, "write config files as a non-root process sees them (64 bytes: ACS unknown)")
+	force := fs.Bool("force", false, "replace a tree written to DIR before")
+	return fs, mf, unpriv, force
+}
+
+func simWrite(args []string, stdout, stderr io.Writer) error {
+	fs, mf, unpriv, force := simWriteFlags()
+	if err := parseFlags(fs, args, simUsage, stderr); err != nil {
+		if _, ok := err.(helpText); ok {
+			return simHelp()
+		}
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("write needs exactly one directory")
+	}
+	m, err := mf.load()
+	if err != nil {
+		return err
+	}
+	dir := fs.Arg(0)
+	if err := sim.PrepareTreeDir(dir, *force); err != nil {
+		var te *sim.TreeDirError
+		if errors.As(err, &te) {
+			return inputError{err}
+		}
+		return err
+	}
+	opt := sim.TreeOptions{}
+	if *unpriv {
+		opt.ConfigBytes = 64
+	}
+	if err := sim.WriteTree(m, dir, opt); err != nil {
+		return fmt.Errorf("writing %s: %w", dir, err)
+	}
+	fmt.Fprintf(stdout, "wrote machine %s (%d functions, %d EFA NICs) to %s\n", m.Name, len(m.Functions()), len(m.EFANICs()), dir)
+	return nil
+}

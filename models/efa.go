@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: MIT
+
+package models
+
+import (
+	"encoding/hex"
+	"fmt"
+	"strings"
+)
+
+// EFA holds an EFA NIC's identity and the attributes the emulated kernel
+// reports for it. In efa_defaults every field applies to every NIC; in a
+// NIC's own efa object, set fields override the defaults. Zero means
+// "unset" (then the built-in default below applies).
+type EFA struct {
+	// IBDev is the verbs device name; by default "rdmap<bus>s<slot>" in
+	// decimal, as the efa driver names it ("rdmap79s0" for 4f:00.0).
+	IBDev string `json:"ibdev,omitempty"`
+	// PeerAccessBlocked: the NIC's firmware refuses DMA to every peer.
+	// Invisible in sysfs; only a topology file or the ACPI table can say.
+	PeerAccessBlocked bool `json:"peer_access_blocked,omitempty"`
+	// P2P is the out-of-tree EFA driver's p2p attribute on the NIC's PCI
+	// function: its peer-memory provider ("NVIDIA", "NVIDIA peermem",
+	// "NEURON", or "" for none). Absent: the in-tree driver, which has no
+	// such attribute.
+	P2P *string `json:"p2p,omitempty"`
+
+	FWVer        string `json:"fw_ver,omitempty"`
+	NodeGUID     string `json:"node_guid,omitempty"` // "0000:0000:0000:0000" form
+	BoardID      string `json:"board_id,omitempty"`
+	MaxQP        uint32 `json:"max_qp,omitempty"`
+	MaxCQ        uint32 `json:"max_cq,omitempty"`
+	MaxCQE       uint32 `json:"max_cqe,omitempty"`
+	MaxMR        uint32 `json:"max_mr,omitempty"`
+	MaxPD        uint32 `json:"max_pd,omitempty"`
+	MaxAH        uint32 `json:"max_ah,omitempty"`
+	MaxMRSize    uint64 `json:"max_mr_size,omitempty"`
+	PageSizeCap  uint64 `json:"page_size_cap,omitempty"`
+	MaxSQWR      uint32 `json:"max_sq_wr,omitempty"`
+	MaxRQWR      uint32 `json:"max_rq_wr,omitempty"`
+	MaxSQSGE     uint16 `json:"max_sq_sge,omitempty"`
+	MaxRQSGE     uint16 `json:"max_rq_sge,omitempty"`
+	MaxWRRDMASGE uint16 `json:"max_wr_rdma_sge,omitempty"`
+	MaxRDMASize  uint32 `json:"max_rdma_size,omitempty"`
+	InlineBuf    uint16 `json:"inline_buf_size,omitempty"`
+	MaxLLQSize   uint32 `json:"max_llq_size,omitempty"`
+	SubCQsPerCQ  uint16 `json:"sub_cqs_per_cq,omitempty"`
+	MaxTxBatch   uint16 `json:"max_tx_batch,omitempty"`
+	MinSQWR      uint16 `json:"min_sq_wr,omitempty"`
+	// DeviceCaps are the kernel's EFA_QUERY_DEVICE_CAPS_* names: RDMA_READ,
+	// RNR_RETRY, CQ_NOTIFICATIONS, CQ_WITH_SGID, DATA_POLLING_128,
+	// RDMA_WRITE, UNSOLICITED_WRITE_RECV, CQ_WITH_EXT_MEM, COMP_CNTR,
+	// SQ_64_BIT_REQ_ID.
+	DeviceCaps []string `json:"device_caps,omitempty"`
+	// Port attributes.
+	PortMTU  uint32 `json:"port_mtu,omitempty"` // bytes: 4096 or 8192 ...
+	MaxMsgSz uint32 `json:"max_msg_sz,omitempty"`
+	GID      string `json:"gid,omitempty"` // GID 0; derived from the address when unset
+}
+
+// KernelCapBits are the efa driver's device_caps bits (rdma/efa-abi.h).
+var KernelCapBits = map[string]uint32{
+	"RDMA_READ":              1 << 0,
+	"RNR_RETRY":              1 << 1,
+	"CQ_NOTIFICATIONS":       1 << 2,
+	"CQ_WITH_SGID":           1 << 3,
+	"DATA_POLLING_128":       1 << 4,
+	"RDMA_WRITE":             1 << 5,
+	"UNSOLICITED_WRITE_RECV": 1 << 6,
+	"CQ_WITH_EXT_MEM":        1 << 7,
+	"COMP_CNTR":              1 << 8,
+	"SQ_64_BIT_REQ_ID":       1 << 9,
+}
+
+// builtinEFA are the attributes of an EFA NIC a model does not set; they
+// follow what the efa driver reports on current instances.
+var builtinEFA = EFA{
+	FWVer:        "0.0.0.0",
+	MaxQP:        256,
+	MaxCQ:        512,
+	MaxCQE:       32768,
+	MaxMR:        262144,
+	MaxPD:        256,
+	MaxAH:        1024,
+	MaxMRSize:    0x3fffff000000, // max_mr_pages * 4 KiB
+	PageSizeCap:  0xfffff000,
+	MaxSQWR:      4096,
+	MaxRQWR:      32768,
+	MaxSQSGE:     2,
+	MaxRQSGE:     3,
+	MaxWRRDMASGE: 1,
+	MaxRDMASize:  1 << 30,
+	InlineBuf:    32,
+	MaxLLQSize:   4096 * 128,
+	SubCQsPerCQ:  1,
+	MaxTxBatch:   16,
+	MinSQWR:      1,
+	DeviceCaps:   []string{"RDMA_READ", "RNR_RETRY"},
+	PortMTU:      4096,
+	MaxMsgSz:     0x2260,
+}
+
+// IBDev returns the NIC's verbs device name.
+func (f *Function) IBDev() string {
+	if f.EFA != nil && f.EFA.IBDev != "" {
+		return f.EFA.IBDev
+	}
+	return fmt.Sprintf("rdmap%ds%d", f.Addr.Bus, f.Addr.Device)
+}
+
+// EFAAttrs returns the NIC's attributes: its own, then the machine's
+// defaults, then the built-in ones.
+func (m *Machine) EFAAttrs(f *Function) EFA {
+	out := builtinEFA
+	if m.EFADefaults != nil {
+		overlay(&out, m.EFADefaults)
+	}
+	if f.EFA != nil {
+		overlay(&out, f.EFA)
+	}
+	out.IBDev = f.IBDev()
+	if out.NodeGUID == "" {
+		// Unique per NIC: the PCI address in the low bytes.
+		out.NodeGUID = fmt.Sprintf("0000:0000:%04x:%02x%02x", f.Addr.Domain&0xffff, f.Addr.Bus, f.Addr.DevFn())
+	}
+	if out.GID == "" {
+		out.GID = fmt.Sprintf("fe80:0000:0000:0000:0000:%04x:%02x%02x:0001", f.Addr.Domain&0xffff, f.Addr.Bus, f.Addr.DevFn())
+	}
+	return out
+}
+
+// HostGID returns gid ("fe80:0000:...:0001", eight groups of four hex
+// digits) as it reads on host number host of a fabric: its fifth group
+// (bytes 8-9) is the host number. Host 0 (no fabric) leaves it unchanged.
+func HostGID(gid string, host uint16) (string, error) {
+	groups := strings.Split(gid, ":")
+	if len(groups) != 8 {
+		return "", fmt.Errorf("GID %q: want eight groups of four hex digits", gid)
+	}
+	for _, g := range groups {
+		if _, err := hex.DecodeString(g); err != nil || len(g) != 4 {
+			return "", fmt.Errorf("GID %q: want eight groups of four hex digits", gid)
+		}
+	}
+	if host == 0 {
+		return gid, nil
+	}
+	groups[4] = fmt.Sprintf("%04x", host)
+	return strings.Join(groups, ":"), nil
+}
+
+// HostGUID returns a node GUID ("0000:0000:4f00:0001" form) as it reads on
+// host number host: its first group is the host number.
+func HostGUID(guid string, host uint16) string {
+	groups := strings.Split(guid, ":")
+	if host == 0 || len(groups) != 4 {
+		return guid
+	}
+	groups[0] = fmt.Sprintf("%04x", host)
+	return strings.Join(groups, ":")
+}
+
+// EFAAttrsOn returns the NIC's attributes on host number host of a fabric
+// (EFAAttrs, with HostGID and HostGUID applied).
+func (m *Machine) EFAAttrsOn(f *Function, host uint16) (EFA, error) {
+	at := m.EFAAttrs(f)
+	gid, err := HostGID(at.GID, host)
+	if err != nil {
+		return at, fmt.Errorf("%s: %w", f.Addr, err)
+	}
+	at.GID = gid
+	at.NodeGUID = HostGUID(at.NodeGUID, host)
+	return at, nil
+}
+
+// KernelCaps returns DeviceCaps as the kernel's bit mask.
+func (e *EFA) KernelCaps() (uint32, error) {
+	var v uint32
+	for _, n := range e.DeviceCaps {
+		b, ok := KernelCapBits[strings.ToUpper(n)]
+		if !ok {
+			return 0, fmt.Errorf("unknown EFA device cap %q", n)
+		}
+		v |= b
+	}
+	return v, nil
+}
+
+func overlay(dst, src *EFA) {
+	setS := func(d *string, s string) {
+		if s != "" {
+			*d = s
+		}
+	}
+	set32 := func(d *uint32, s uint32) {
+		if s != 0 {
+			*d = s
+		}
+	}
+	set16 := func(d *uint16, s uint16) {
+		if s != 0 {
+			*d = s
+		}
+	}
+	set64 := func(d *uint64, s uint64) {
+		if s != 0 {
+			*d = s
+		}
+	}
+	setS(&dst.IBDev, src.IBDev)
+	if src.P2P != nil {
+		dst.P2P = src.P2P
+	}
+	dst.PeerAccessBlocked = dst.PeerAccessBlocked || src.PeerAccessBlocked
+	setS(&dst.FWVer, src.FWVer)
+	setS(&dst.NodeGUID, src.NodeGUID)
+	setS(&dst.BoardID, src.BoardID)
+	set32(&dst.MaxQP, src.MaxQP)
+	set32(&dst.MaxCQ, src.MaxCQ)
+	set32(&dst.MaxCQE, src.MaxCQE)
+	set32(&dst.MaxMR, src.MaxMR)
+	set32(&dst.MaxPD, src.MaxPD)
+	set32(&dst.MaxAH, src.MaxAH)
+	set64(&dst.MaxMRSize, src.MaxMRSize)
+	set64(&dst.PageSizeCap, src.PageSizeCap)
+	set32(&dst.MaxSQWR, src.MaxSQWR)
+	set32(&dst.MaxRQWR, src.MaxRQWR)
+	set16(&dst.MaxSQSGE, src.MaxSQSGE)
+	set16(&dst.MaxRQSGE, src.MaxRQSGE)
+	set16(&dst.MaxWRRDMASGE, src.MaxWRRDMASGE)
+	set32(&dst.MaxRDMASize, src.MaxRDMASize)
+	set16(&dst.InlineBuf, src.InlineBuf)
+	set32(&dst.MaxLLQSize, src.MaxLLQSize)
+	set16(&dst.SubCQsPerCQ, src.SubCQsPerCQ)
+	set16(&dst.MaxTxBatch, src.MaxTxBatch)
+	set16(&dst.MinSQWR, src.MinSQWR)
+	if src.DeviceCaps != nil {
+		dst.DeviceCaps = src.DeviceCaps
+	}
+	set32(&dst.PortMTU, src.PortMTU)
+	set32(&dst.MaxMsgSz, src.MaxMsgSz)
+	setS(&dst.GID, src.GID)
+}
