@@ -15,6 +15,9 @@
 # The builds are quiet: one line when they succeed, their whole output when
 # they fail (also kept in build/*.log); V=1 shows every command as it runs.
 # JOBS (default: the number of CPUs) bounds the build's parallel jobs.
+#   make kernel-truth  as root, by hand (not in CI): boot Debian's kernels
+#                 under QEMU, hold the oracle to their verdicts and rewrite
+#                 kerneltruth/fixtures/ (docs/kernel-releases.md)
 
 # Go: go.mod's release or newer, not a Debian package; on PATH, else where
 # go.dev's tarball unpacks (GO_FALLBACK), as debian/rules looks for it.
@@ -92,7 +95,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Tests write many small sysfs trees: on tmpfs when the machine has one.
 TEST_TMPDIR ?= $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm || echo $${TMPDIR:-/tmp})
 
-.PHONY: all deps build go-build c-build go-check test go-test c-test vet run bench install uninstall deb clean fuzz
+.PHONY: all deps build go-build c-build go-check test go-test c-test vet run bench install uninstall deb clean fuzz kernel-truth
 
 all: build
 
@@ -214,6 +217,12 @@ deb:
 
 fuzz:
 	@./scripts/fuzz.sh
+
+# Installs its own packages (linux-source-6.1, -6.12, qemu-system-x86,
+# busybox-static, the kernel build tools); keeps kernel trees and images in
+# ${XDG_CACHE_HOME:-$HOME/.cache}/efap2p/kernel-truth.
+kernel-truth:
+	GO=$(GO) ./kerneltruth/run.sh
 
 clean:
 	rm -rf $(BUILD)

@@ -58,6 +58,7 @@ const (
 	CodeEFARDMADeviceMissing = "efa-rdma-device-missing"
 	CodeAccelDriverMissing   = "accelerator-driver-missing"
 	CodeKernelDMABuf         = "kernel-dmabuf"
+	CodeKernelNoP2PDMA       = "kernel-without-p2pdma"
 	CodePeerMemoryMissing    = "peer-memory-missing"
 	CodePeerMemoryMismatch   = "peer-memory-mismatch"
 	CodeTopologyFile         = "topology-file-unusable"

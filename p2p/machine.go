@@ -32,12 +32,13 @@ const (
 // configuration, so that a Go program gets their answers on the same
 // machine: the boot-time topology file, else the operator's (or the file
 // $EFAP2P_TOPOLOGY names instead), and the kernel release $EFAP2P_KERNEL
-// names. The zero value takes them all; each field turns one off.
+// names (with the build configuration $EFAP2P_KERNEL_CONFIG names). The
+// zero value takes them all; each field turns one off.
 type Defaults struct {
 	NoBootFile     bool // leave out BootTopologyFile
 	NoOperatorFile bool // leave out OperatorTopologyFile
 	NoTopologyEnv  bool // ignore $EFAP2P_TOPOLOGY and $EFAP2P_TOPOLOGY_ROOT
-	NoKernelEnv    bool // ignore $EFAP2P_KERNEL: decide by the running kernel
+	NoKernelEnv    bool // ignore $EFAP2P_KERNEL and $EFAP2P_KERNEL_CONFIG: the running kernel decides
 }
 
 // Options returns the options of an oracle over topo with the defaults d
@@ -59,6 +60,11 @@ func (d Defaults) Options(topo *Topology) Options {
 				opts.kernelErr = fmt.Errorf("%s: %w; using the running kernel's", KernelEnv, err)
 			}
 		}
+		kc, err := KernelConfigFromEnv()
+		if err != nil && opts.kernelErr == nil {
+			opts.kernelErr = fmt.Errorf("%w; whether the kernel has PCI_P2PDMA is found out as without it", err)
+		}
+		opts.KernelConfig = kc
 	}
 	root, ok := "", false
 	if s, isSysfs := topo.src.(*Sysfs); isSysfs {
@@ -279,6 +285,9 @@ func (tf *TopologyFile) RecordMachine(o *Oracle, boot bool) error {
 		note(p.Client)
 	}
 	m := TopoMachine{Kernel: o.Kernel().String(), Functions: []TopoFunction{}}
+	if k := o.KernelConfig(); k.P2PDMA != BuiltUnknown {
+		m.KernelConfig = &k
+	}
 	if boot {
 		if m.BootID = currentBootID(); m.BootID == "" {
 			return errors.New("cannot read this boot's ID (/proc/sys/kernel/random/boot_id)")

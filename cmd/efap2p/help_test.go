@@ -76,11 +76,13 @@ func synopsisOptions(t *testing.T) map[string][]string {
 	opt := regexp.MustCompile(`(?:^|[ "\[])(--[a-z-]+|-o)\b`)
 	for _, l := range strings.Split(page[start:end], "\n") {
 		if m := head.FindStringSubmatch(l); m != nil {
+			// a form shown twice (explain, explain --all) is one command
 			form = m[1]
-			forms[form] = []string{}
-			continue
-		}
-		if form == "" || !strings.HasPrefix(l, ".") {
+			if forms[form] == nil {
+				forms[form] = []string{}
+			}
+			l = l[len(m[0]):]
+		} else if form == "" || !strings.HasPrefix(l, ".") {
 			continue
 		}
 		for _, m := range opt.FindAllStringSubmatch(l, -1) {
