@@ -107,24 +107,6 @@ func defaultPlaces(env bool) []string {
 	return []string{BootTopologyFile, OperatorTopologyFile}
 }
 
-// TopologyFileCandidates returns the topology files a process of this
-// machine should read, in order: $EFAP2P_TOPOLOGY alone when it is set, else
-// BootTopologyFile and OperatorTopologyFile. $EFAP2P_TOPOLOGY_ROOT, for
-// tests and emulated hosts, is prepended to the default places. Neither
-// variable is honoured in a secure-execution process (setuid, setgid, file
-// capabilities: AT_SECURE), which reads only the default places.
-func TopologyFileCandidates() []string {
-	if !secenv.Secure() {
-		if f := os.Getenv("EFAP2P_TOPOLOGY"); f != "" {
-			return []string{f}
-		}
-		if root := strings.TrimRight(os.Getenv("EFAP2P_TOPOLOGY_ROOT"), "/"); root != "" {
-			return []string{root + BootTopologyFile, root + OperatorTopologyFile}
-		}
-	}
-	return []string{BootTopologyFile, OperatorTopologyFile}
-}
-
 // This boot's ID, which a boot-time topology file is checked against;
 // tests replace it.
 var (

@@ -62,7 +62,7 @@ type Options struct {
 	// through Warnf and ignored.
 	TopologyFile string
 	// TopologyFiles, when TopologyFile is "", are the places to look for
-	// one, in order (TopologyFileCandidates: the default places): the first
+	// one, in order (Defaults.Options: the default places): the first
 	// usable one is read; a missing one is skipped silently, any other
 	// that cannot be used is reported.
 	TopologyFiles []string

@@ -39,9 +39,9 @@ func SysfsRoot() string {
 	return defaultSysfsRoot
 }
 
-// SysfsStats counts what a Sysfs source has read, so that tests and
+// sysfsStats counts what a Sysfs source has read, so that tests and
 // benchmarks can hold the oracle to its budget.
-type SysfsStats struct {
+type sysfsStats struct {
 	ConfigDwords int64 // dwords of config space read
 	ConfigOpens  int64 // config files opened
 	AttrReads    int64 // attribute files read
@@ -84,9 +84,9 @@ func OpenSysfs(root string) (*Sysfs, error) {
 // Root returns the directory the source reads.
 func (s *Sysfs) Root() string { return s.root }
 
-// Stats returns what has been read so far.
-func (s *Sysfs) Stats() SysfsStats {
-	return SysfsStats{
+// stats returns what has been read so far (tests reach it as Stats).
+func (s *Sysfs) stats() sysfsStats {
+	return sysfsStats{
 		ConfigDwords: s.configDwords.Load(),
 		ConfigOpens:  s.configOpens.Load(),
 		AttrReads:    s.attrReads.Load(),
