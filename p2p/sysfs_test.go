@@ -124,6 +124,23 @@ func TestUnprivilegedWhereItMatters(t *testing.T) {
 			t.Errorf("%s: the reason does not name what decides: %s", tt.kernel, v.Reason)
 		}
 	}
+	// Across root buses ACS does not count. The provider's root bus 80
+	// has root port 80:02.0 (8086:6f04) as its first function, whose port
+	// type is hidden: were it a root port, its IDs are in no whitelist of
+	// 6.15; were it not, the bus has no host bridge the whitelist could
+	// match. NOT_SUPPORTED either way: exact, and amdgpu bounces.
+	src, err := p2p.OpenSysfs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := p2p.NewOracleWith(p2p.NewTopology(src), p2p.Options{Kernel: p2p.MustParseRelease("6.15.0")})
+	v, err := o.Verdict(p2p.MustParseAddr("0000:83:00.0"), efa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.MapType != p2p.MapNotSupported || !v.Exact || !v.Certain || v.Outcome != p2p.OutcomeBounced || !strings.Contains(v.Reason, "whether or not 0000:80:02.0") {
+		t.Errorf("83:00.0 <- 04:00.0: %s exact %v certain %v %s: %s", v.MapType, v.Exact, v.Certain, v.Outcome, v.Reason)
+	}
 }
 
 // TestConfigDwordBudget holds the oracle to at most 8 config dwords per
