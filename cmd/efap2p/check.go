@@ -16,7 +16,6 @@ import (
 	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/nodecheck"
 	"github.com/efap2p/efap2p/p2p"
-	"github.com/efap2p/efap2p/verbs"
 )
 
 func init() {
@@ -181,26 +180,6 @@ func checkNode(of *oracleFlags, opt nodecheck.Options) (*nodecheck.Report, error
 		opt.TopologyFile = os.Getenv("EFAP2P_TOPOLOGY")
 	}
 	return nodecheck.Run(opt)
-}
-
-// userspaceDevices asks libibverbs which RDMA devices it lists (those its
-// providers claim), when it reads the tree being checked: $SYSFS_PATH or
-// /sys, as it does.
-func userspaceDevices(root string) func() ([]string, error) {
-	return func() ([]string, error) {
-		if lib := p2p.SysfsRoot(); filepath.Clean(lib) != filepath.Clean(root) {
-			return nil, fmt.Errorf("libibverbs reads %s, not the tree checked", lib)
-		}
-		devs, err := verbs.Devices()
-		if err != nil {
-			return nil, err
-		}
-		names := make([]string, len(devs))
-		for i, d := range devs {
-			names[i] = d.Name
-		}
-		return names, nil
-	}
 }
 
 // loadExpect reads --expect: a built-in model's name, or a model file.
