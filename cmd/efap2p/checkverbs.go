@@ -29,4 +29,3 @@ func userspaceDevices(root string) func() ([]string, error) {
 		return names, nil
 	}
 }
-
