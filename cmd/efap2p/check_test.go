@@ -157,3 +157,26 @@ func TestCheckFirmwareBlockedNIC(t *testing.T) {
 		t.Errorf("verdicts not from the topology file:\n%s", out)
 	}
 }
+
+// TestCheckKernelEnv: $EFAP2P_KERNEL, which the verdicts follow, is the
+// release every finding judges too (p4d.24xlarge's in-tree EFA driver
+// registers dma-buf memory from 5.16); --kernel still wins.
+func TestCheckKernelEnv(t *testing.T) {
+	m, err := models.Builtin("p4d.24xlarge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := m.Write(dir, models.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("EFAP2P_KERNEL", "5.10.0")
+	code, out, errs := runTool("check", "--sysfs", dir, "--json")
+	if code != 1 || !strings.Contains(out, `"kernel": "5.10.0"`) || !strings.Contains(out, `"kernel_source": "environment"`) || !strings.Contains(out, `"code": "kernel-dmabuf"`) {
+		t.Errorf("EFAP2P_KERNEL=5.10.0: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, _ = runTool("check", "--sysfs", dir, "--json", "--kernel", "6.8.0-1015-aws")
+	if strings.Contains(out, `"code": "kernel-dmabuf"`) || !strings.Contains(out, `"kernel_source": "option"`) {
+		t.Errorf("--kernel over EFAP2P_KERNEL: exit %d\n%s", code, out)
+	}
+}
