@@ -12,6 +12,9 @@
 #                 the man pages, the systemd unit and udev rule (left disabled)
 #   make uninstall  the same variables: removes what make install put there
 #   make deb      Debian packages in build/deb/ (debian/, dpkg-buildpackage)
+#   make kernel-truth  as root, by hand (not in CI): boot Debian's kernels
+#                 under QEMU, hold the oracle to their verdicts and rewrite
+#                 kerneltruth/fixtures/ (docs/kernel-releases.md)
 
 GO      ?= go
 BUILD   ?= build
@@ -56,7 +59,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Tests write many small sysfs trees: on tmpfs when the machine has one.
 TEST_TMPDIR ?= $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm || echo $${TMPDIR:-/tmp})
 
-.PHONY: all deps build go-build c-build test go-test c-test vet run fleet-test bench install uninstall deb clean fuzz
+.PHONY: all deps build go-build c-build test go-test c-test vet run fleet-test bench install uninstall deb clean fuzz kernel-truth
 
 all: build
 
@@ -169,6 +172,12 @@ deb:
 
 fuzz:
 	@./scripts/fuzz.sh
+
+# Installs its own packages (linux-source-6.1, -6.12, qemu-system-x86,
+# busybox-static, the kernel build tools); keeps kernel trees and images in
+# ${XDG_CACHE_HOME:-$HOME/.cache}/efap2p/kernel-truth.
+kernel-truth:
+	GO=$(GO) ./kerneltruth/run.sh
 
 clean:
 	rm -rf $(BUILD)

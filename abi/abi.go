@@ -163,6 +163,9 @@ const (
 	P2PPolicyAMDGPU = 1
 	P2PPolicyNVIDIA = 2
 	P2PPolicyNeuron = 3
+	P2PPolicyXe     = 4
+	P2PPolicyVFIO   = 5
+	P2PPolicyI915   = 6
 )
 
 // enum efadv_p2p_source.

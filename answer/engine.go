@@ -326,6 +326,12 @@ func policyOf(p p2p.Policy) uint32 {
 		return abi.P2PPolicyNVIDIA
 	case p2p.PolicyNeuron:
 		return abi.P2PPolicyNeuron
+	case p2p.PolicyXe:
+		return abi.P2PPolicyXe
+	case p2p.PolicyVFIO:
+		return abi.P2PPolicyVFIO
+	case p2p.PolicyI915:
+		return abi.P2PPolicyI915
 	}
 	return abi.P2PPolicyKernel
 }

@@ -87,6 +87,7 @@ func (c *checker) readKernel() {
 		return
 	}
 	h.DMABuf = dmabufSupport(h.Kernel, h.EFADriver)
+	h.KernelP2PDMA = c.o.KernelConfig()
 	if _, err := p2p.ParseRelease(h.Kernel); err != nil {
 		c.note("%v: the kernel's dma-buf support was not judged.", err)
 	}

@@ -66,6 +66,7 @@ const (
 	CodeEFAUnclaimed         = "efa-provider-unclaimed"
 	CodeAccelDriverMissing   = "accelerator-driver-missing"
 	CodeKernelDMABuf         = "kernel-dmabuf"
+	CodeKernelNoP2PDMA       = "kernel-without-p2pdma"
 	CodePeerMemoryMissing    = "peer-memory-missing"
 	CodePeerMemoryMismatch   = "peer-memory-mismatch"
 	CodeTopologyFile         = "topology-file-unusable"

@@ -31,10 +31,18 @@ func builtin(t *testing.T, name string) *models.Machine {
 	return m
 }
 
+// kernelConfigName is the file an emulated host keeps its kernel's
+// configuration in (kernelConfigName): write puts the model's there,
+// and run gives it to the oracle, as efap2p sim does.
+const kernelConfigName = "kernel.config"
+
 func write(t *testing.T, m *models.Machine, opt models.WriteOptions) string {
 	t.Helper()
 	dir := t.TempDir()
 	if err := m.Write(dir, opt); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, kernelConfigName), []byte(m.KernelConfigFile()), 0o444); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -47,7 +55,11 @@ func run(t *testing.T, dir, topology string, opt nodecheck.Options) *nodecheck.R
 	if err != nil {
 		t.Fatal(err)
 	}
-	opt.Oracle = p2p.NewOracleWith(p2p.NewTopology(src), p2p.Options{TopologyFile: topology})
+	var kc *p2p.KernelConfig
+	if k, err := p2p.ReadKernelConfigFile(filepath.Join(dir, kernelConfigName)); err == nil {
+		kc = &k
+	}
+	opt.Oracle = p2p.NewOracleWith(p2p.NewTopology(src), p2p.Options{TopologyFile: topology, KernelConfig: kc})
 	opt.Root, opt.TopologyFile = dir, topology
 	if opt.Kernel == "" {
 		opt.Kernel = newKernel
@@ -513,11 +525,11 @@ func TestEFADriverKinds(t *testing.T) {
 
 // TestRefusedAndBounced: intel-acs-switch's switch ports redirect (ACS)
 // and its host bridge is not whitelisted: the kernel's rule refuses every
-// pair; xe refuses with it, amdgpu bounces instead.
+// pair; habanalabs refuses with it, amdgpu bounces instead.
 func TestRefusedAndBounced(t *testing.T) {
 	m := builtin(t, "intel-acs-switch")
-	// GPU0 under xe: the kernel's rule decides, and refuses.
-	m.Function(p2p.MustParseAddr("0000:03:00.0")).Driver = "xe"
+	// GPU0 under habanalabs: the kernel's rule decides, and refuses.
+	m.Function(p2p.MustParseAddr("0000:03:00.0")).Driver = "habanalabs"
 	r := run(t, write(t, m, models.WriteOptions{}), "", nodecheck.Options{})
 	ref, bounce := finding(r, "p2p-refused"), finding(r, "p2p-bounced")
 	if r.Status != nodecheck.StatusDegraded || ref == nil || bounce == nil {
@@ -675,5 +687,47 @@ func TestHostileTree(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("the check hangs on a FIFO")
+	}
+}
+
+// TestKernelWithoutP2PDMA: Debian 12's stock kernel has no PCI_P2PDMA.
+// On debian12-stock the Gaudi2 (habanalabs) and the MI100 (amdgpu) ask
+// p2pdma: the error names them and says where the configuration was read;
+// with NVIDIA's exporter in their place it changes nothing (a note); a
+// tree whose configuration nothing gives says it does not know.
+func TestKernelWithoutP2PDMA(t *testing.T) {
+	m := builtin(t, "debian12-stock")
+	dir := write(t, m, models.WriteOptions{})
+	r := run(t, dir, "", nodecheck.Options{Kernel: "6.1.0-57-amd64"})
+	f := finding(r, "kernel-without-p2pdma")
+	if f == nil || f.Severity != nodecheck.SeverityError || len(f.Subjects) != 2 ||
+		!strings.Contains(f.Message, "built without PCI_P2PDMA") || !strings.Contains(f.Message, "habanalabs") || !strings.Contains(f.Fix, "CONFIG_PCI_P2PDMA=y") {
+		t.Fatalf("finding %+v (findings %v)", f, codes(r))
+	}
+	if k := r.Host.KernelP2PDMA; k.P2PDMA != p2p.BuiltNo || !strings.HasSuffix(k.Source, kernelConfigName) {
+		t.Errorf("host.kernel_p2pdma %+v", k)
+	}
+	for _, p := range r.Pairs {
+		if p.P2P || p.DMABuf.MapType != "NOT_SUPPORTED" {
+			t.Errorf("%s -> %s: p2p %v map %s; want NOT_SUPPORTED, no P2P", p.Accelerator, p.NIC, p.P2P, p.DMABuf.MapType)
+		}
+	}
+	for _, a := range []string{"0000:03:00.0", "0000:05:00.0"} {
+		f := m.Function(p2p.MustParseAddr(a))
+		f.Vendor, f.Device, f.Class, f.Driver = 0x10de, 0x2331, 0x030200, "nvidia"
+	}
+	r = run(t, write(t, m, models.WriteOptions{}), "", nodecheck.Options{Kernel: "6.1.0-57-amd64"})
+	if f := finding(r, "kernel-without-p2pdma"); f != nil {
+		t.Errorf("NVIDIA's exporter does not ask p2pdma, yet %+v", f)
+	}
+	if !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, "never ask p2pdma") }) {
+		t.Errorf("notes %q lack the NVIDIA note", r.Notes)
+	}
+	// No kernel.config: nothing tells.
+	os.Remove(filepath.Join(dir, kernelConfigName))
+	r = run(t, dir, "", nodecheck.Options{Kernel: "6.1.0-57-amd64"})
+	if r.Host.KernelP2PDMA.P2PDMA != p2p.BuiltUnknown || finding(r, "kernel-without-p2pdma") != nil ||
+		!slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, "is not known") }) {
+		t.Errorf("unknown: %+v, notes %q, findings %v", r.Host.KernelP2PDMA, r.Notes, codes(r))
 	}
 }

@@ -122,6 +122,9 @@ type Host struct {
 	// DMABuf says whether the kernel and the EFA driver register dma-buf
 	// memory (ibv_reg_dmabuf_mr), and why not.
 	DMABuf DMABufSupport `json:"dmabuf"`
+	// KernelP2PDMA is whether that kernel is built with PCI_P2PDMA, and
+	// where that was read (the oracle's p2p.KernelConfig).
+	KernelP2PDMA p2p.KernelConfig `json:"kernel_p2pdma"`
 	// EFADriver is the EFA driver in use.
 	EFADriver EFADriver `json:"efa_driver"`
 	// Modules are the modules the paths need, loaded or not; nil when the

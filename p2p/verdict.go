@@ -72,6 +72,10 @@ type Verdict struct {
 	// Kernel is the release whose rules decided the verdict ("latest" for
 	// the newest known, "p2p-hmat" with the HMAT P2P series).
 	Kernel Release `json:"kernel"`
+	// KernelP2PDMA is whether that kernel is built with PCI_P2PDMA: "y",
+	// "n" (then MapType is the stub's NOT_SUPPORTED for every pair), or
+	// "unknown" (the verdict is that of a kernel built with it).
+	KernelP2PDMA Built `json:"kernel_p2pdma"`
 	// Reason explains the verdict in a sentence or two; Hint, when set, is
 	// what an administrator can change (the kernel's own advice).
 	Reason string `json:"reason"`
@@ -242,6 +246,23 @@ func (v *Verdict) assume(alt MapType, unread string) {
 	if !slices.Contains(v.Unread, unread) {
 		v.Unread = append(v.Unread, unread)
 	}
+}
+
+// noP2PDMA turns a computed verdict into what a kernel built without
+// PCI_P2PDMA answers: pci_p2pdma_distance is the header's stub, -1 for
+// every pair, so the map type is NOT_SUPPORTED. The walked distance and
+// path stay (what the PCI path is), and the explanation keeps what a
+// kernel with p2pdma would have said.
+func noP2PDMA(v *Verdict, kc KernelConfig) {
+	would := fmt.Sprintf("Built with it, the kernel would answer %s (distance %d): %s", v.MapType, v.Distance, v.Reason)
+	v.MapType, v.Rule, v.Source, v.Certain = MapNotSupported, RuleNoP2PDMA, SourceComputed, true
+	// The stub answers without looking at the path: nothing unread matters.
+	v.Exact, v.undecidable, v.alts, v.Unread = true, false, nil, nil
+	v.Whitelist = nil
+	v.Reason = ""
+	v.addReason(fmt.Sprintf("This kernel is built without PCI_P2PDMA (%s): the kernel refuses every P2P mapping it is asked for; dma-buf exporters that ask it fall back (NOT_SUPPORTED, pci_p2pdma_distance -1).", kc.Source))
+	v.addReason(would)
+	v.Hint = "boot a kernel built with CONFIG_PCI_P2PDMA=y (no stock Debian 12 kernel is)"
 }
 
 func (v *Verdict) noteACS(f *Function) {

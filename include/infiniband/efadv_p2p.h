@@ -59,10 +59,13 @@ enum efadv_p2p_outcome {
 
 /* Whose rule decided the outcome: the driver exporting the peer's memory. */
 enum efadv_p2p_policy {
-	EFADV_P2P_POLICY_KERNEL = 0,	/* the kernel's check (xe, vfio-pci, ...) */
+	EFADV_P2P_POLICY_KERNEL = 0,	/* the kernel's check (habanalabs, ...) */
 	EFADV_P2P_POLICY_AMDGPU = 1,
 	EFADV_P2P_POLICY_NVIDIA = 2,
 	EFADV_P2P_POLICY_NEURON = 3,	/* AWS Neuron: any importer may attach */
+	EFADV_P2P_POLICY_XE = 4,	/* Intel xe: bounces what it cannot share */
+	EFADV_P2P_POLICY_VFIO = 5,	/* vfio-pci BARs: no pinned importers */
+	EFADV_P2P_POLICY_I915 = 6,	/* i915: always through system memory */
 };
 
 /* Where the verdict came from. */
