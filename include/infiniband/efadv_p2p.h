@@ -88,12 +88,16 @@ enum efadv_p2p_peer_mem {
 
 /* efadv_p2p_attr.flags */
 enum {
-	/* Something the rule needs could not be read (ACS without root): the
-	 * answer took the kernel-safe branch. */
+	/* The outcome rests on something that could not be read (ACS without
+	 * root) and would differ under another value of it. */
 	EFADV_P2P_FLAG_UNCERTAIN = 1 << 0,
 	/* A dma-buf query: the exporter has several candidate devices; the
 	 * attr describes the most favourable one. */
 	EFADV_P2P_FLAG_AMBIGUOUS_PEER = 1 << 1,
+	/* Something the kernel's rule needs could not be read: map_type is
+	 * the kernel-safe branch (without UNCERTAIN the outcome is the same
+	 * under every value it could have). */
+	EFADV_P2P_FLAG_ASSUMED = 1 << 2,
 };
 
 struct efadv_p2p_attr {
