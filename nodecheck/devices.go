@@ -86,7 +86,7 @@ func (c *checker) applicability() {
 	case len(c.r.NICs) == 0:
 		na = NotApplicable{CodeNoEFADevice, "no EFA device (no PCI function 1d0f:efa0..efa3)"}
 	case len(c.r.Accelerators) == 0:
-		na = NotApplicable{CodeNoAccelerator, "no accelerator (no PCI class 03 or 12 function)"}
+		na = NotApplicable{CodeNoAccelerator, "no accelerator (no PCI class 03 or 12 function but framebuffer-only display controllers)"}
 	default:
 		return
 	}

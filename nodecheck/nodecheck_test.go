@@ -617,6 +617,9 @@ func TestNotApplicable(t *testing.T) {
 		{"cpu-node", cpu, "no-efa-device", "no EFA device and no accelerator"},
 		{"gpus without EFA", gpuOnly, "no-efa-device", "no EFA device (no PCI function"},
 		{"EFA without accelerators", efaOnly, "no-accelerator", "no accelerator (no PCI class 03 or 12"},
+		// The Nitro VGA is class 03 and the kernel would map it (AMD CPU
+		// rule): a framebuffer still is no accelerator.
+		{"EFA and the hypervisor's VGA", builtin(t, "amd-efa-cpu-node"), "no-accelerator", "no accelerator"},
 	} {
 		for _, bytes := range []int{0, 64} {
 			// --expect-less: DMI names no model for the edited machines

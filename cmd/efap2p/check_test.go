@@ -46,7 +46,7 @@ func checkTrees(t *testing.T) map[string]string {
 	put("nic-removed", m, models.WriteOptions{})
 	var gpus []p2p.Addr
 	for _, f := range p5().Functions() {
-		if pciclass.IsAccelerator(uint32(f.Class)) {
+		if pciclass.IsAccelerator(uint32(f.Class), uint16(f.Vendor), uint16(f.Device)) {
 			gpus = append(gpus, f.Addr)
 		}
 	}

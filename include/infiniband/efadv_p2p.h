@@ -24,8 +24,8 @@ extern "C" {
 
 /*
  * efadv_device_attr.device_caps: the NIC gets true peer-to-peer DMA into at
- * least one accelerator (PCI class 0x03 or 0x12) of this host: not refused,
- * not bounced through system memory. The top bit, so that it never collides
+ * least one accelerator (PCI class 0x03 or 0x12, not a framebuffer-only VGA)
+ * of this host: not refused, not bounced through system memory. The top bit, so that it never collides
  * with a capability rdma-core assigns from the bottom.
  */
 #define EFADV_DEVICE_ATTR_CAPS_P2P_DMA (1u << 31)
