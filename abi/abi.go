@@ -189,6 +189,7 @@ const (
 const (
 	P2PFlagUncertain     = 1 << 0
 	P2PFlagAmbiguousPeer = 1 << 1
+	P2PFlagAssumed       = 1 << 2
 )
 
 // Symbol versions of the functions efap2p interposes or adds.

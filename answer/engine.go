@@ -280,6 +280,9 @@ func attrOf(v *p2p.Verdict, flags uint32, reason string) Attr {
 	if !v.Certain {
 		flags |= abi.P2PFlagUncertain
 	}
+	if !v.Exact {
+		flags |= abi.P2PFlagAssumed
+	}
 	return Attr{Reason: reason, Kernel: v.Kernel.String(), Attr: abi.P2PAttr{
 		MapType:      uint32(v.MapType),
 		Distance:     int32(v.Distance),

@@ -119,6 +119,9 @@ func (m *Machine) index() error {
 			return at(f.path, "%s: ibdev %q used twice", f.Addr, name)
 		}
 		ibdevs[name] = true
+		if st := m.EFAAttrs(f).PortState; portState[st][0] == "" {
+			return at(f.path, "%s: port_state %q: want ACTIVE or DOWN", f.Addr, st)
+		}
 	}
 	for i := range m.Expected {
 		if err := m.checkExpect(i); err != nil {

@@ -192,6 +192,14 @@ func (w *treeWriter) function(parentDir string, f *Function) {
 	}
 }
 
+// portState is what ib_core writes in a port's state and phys_state, by
+// the model's port_state.
+var portState = map[string][2]string{
+	"":       {"4: ACTIVE", "5: LinkUp"},
+	"ACTIVE": {"4: ACTIVE", "5: LinkUp"},
+	"DOWN":   {"1: DOWN", "3: Disabled"},
+}
+
 // efa writes the RDMA class entries of the i-th EFA NIC, as ib_core and
 // ib_uverbs lay them out under the PCI function.
 func (w *treeWriter) efa(i int, f *Function) {
@@ -213,8 +221,8 @@ func (w *treeWriter) efa(i int, f *Function) {
 		{"board_id", at.BoardID},
 		{"node_desc", at.IBDev},
 		{"hca_type", ""},
-		{"ports/1/state", "4: ACTIVE"},
-		{"ports/1/phys_state", "5: LinkUp"},
+		{"ports/1/state", portState[at.PortState][0]},
+		{"ports/1/phys_state", portState[at.PortState][1]},
 		{"ports/1/link_layer", "Unspecified"},
 		{"ports/1/rate", "100 Gb/sec (4X EDR)"},
 		{"ports/1/lid", "0x0"},

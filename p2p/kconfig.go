@@ -62,6 +62,11 @@ type KernelConfig struct {
 	// EFAP2P_KERNEL_CONFIG, the machine model), or, when unknown, why
 	// nothing could tell.
 	Source string `json:"source"`
+	// unread is set when the configuration is that of the running kernel
+	// and none of its sources could be read: an input the verdict needed
+	// and lacks. A tree or a release that names no configuration is
+	// assumed built with PCI_P2PDMA, as its rules are.
+	unread bool
 }
 
 // KernelConfigOf returns a known configuration: built with PCI_P2PDMA or
@@ -192,7 +197,7 @@ const p2pdmaSymbol = "pci_p2pdma_distance_many"
 func RunningKernelConfig() KernelConfig {
 	rel, err := RunningRelease()
 	if err != nil {
-		return KernelConfig{Source: err.Error()}
+		return KernelConfig{Source: err.Error(), unread: true}
 	}
 	var tried []string
 	if k, err := ReadKernelConfigFile(procConfigGz); err == nil {
@@ -214,7 +219,7 @@ func RunningKernelConfig() KernelConfig {
 		return KernelConfigOf(false, procKallsyms+", which does not list "+p2pdmaSymbol)
 	}
 	tried = append(tried, shortErr(procKallsyms, err))
-	return KernelConfig{Source: "none of " + strings.Join(tried, ", ") + " could tell"}
+	return KernelConfig{Source: "none of " + strings.Join(tried, ", ") + " could tell", unread: true}
 }
 
 // ReleaseKernelConfig reads the configuration of an installed kernel that

@@ -240,3 +240,45 @@ func TestTopologyFileRecordsKernelConfig(t *testing.T) {
 		t.Errorf("a recorded unknown parses: %v", err)
 	}
 }
+
+// TestUnreadKernelConfigMatters: the running kernel's configuration could
+// not be read at all. Without p2pdma every pair would be NOT_SUPPORTED:
+// amdgpu (6.15, which keeps VRAM for an allowed peer) would bounce, so its
+// pair is uncertain and names the unread input; NVIDIA never asks p2pdma,
+// so p5.48xlarge's pair stays certain.
+func TestUnreadKernelConfigMatters(t *testing.T) {
+	dir := t.TempDir()
+	defer p2p.SetKernelConfigPlacesForTest(filepath.Join(dir, "config.gz"), dir, filepath.Join(dir, "kallsyms"))()
+	unread := p2p.RunningKernelConfig()
+	if unread.P2PDMA != p2p.BuiltUnknown {
+		t.Fatalf("nothing readable: %+v", unread)
+	}
+	for _, tc := range []struct {
+		model            string
+		release          string
+		provider, client p2p.Addr
+		certain          bool
+		outcome          p2p.Outcome
+	}{
+		{"amd-zen-acs-switch", "6.15", p2p.MustParseAddr("0000:03:00.0"), p2p.MustParseAddr("0000:08:00.0"), false, p2p.OutcomeP2P},
+		{"p5.48xlarge", "6.8", p5GPU, p5NIC, true, p2p.OutcomeP2P},
+	} {
+		_, tree := writeModel(t, tc.model, models.WriteOptions{})
+		src, err := p2p.OpenSysfs(tree)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := p2p.NewOracleWith(p2p.NewTopology(src), p2p.Options{Kernel: p2p.MustParseRelease(tc.release), KernelConfig: &unread})
+		v, err := o.Verdict(tc.provider, tc.client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Certain != tc.certain || v.Outcome != tc.outcome || v.KernelP2PDMA != p2p.BuiltUnknown {
+			t.Errorf("%s: certain %v outcome %s p2pdma %s, want certain %v outcome %s: %s", tc.model, v.Certain, v.Outcome, v.KernelP2PDMA, tc.certain, tc.outcome, v.Reason)
+		}
+		named := strings.Contains(strings.Join(v.Unread, "; "), "PCI_P2PDMA")
+		if !named {
+			t.Errorf("%s: Unread %q does not name the kernel's configuration", tc.model, v.Unread)
+		}
+	}
+}

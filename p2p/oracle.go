@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -296,8 +297,19 @@ func (o *Oracle) build(provider, client Addr) (*Verdict, error) {
 	v := t.computeVerdict(o.rules, p, c)
 	kc := o.kconfig()
 	v.KernelP2PDMA = kc.P2PDMA
-	if kc.P2PDMA == BuiltNo {
+	switch kc.P2PDMA {
+	case BuiltNo:
 		noP2PDMA(v, kc)
+	case BuiltUnknown:
+		if !kc.unread {
+			break
+		}
+		// Without p2pdma every pair is the stub's NOT_SUPPORTED: settle
+		// tells whether the exporter's outcome could differ. The verdict
+		// stays Exact: the PCI path was read whole, and it is the answer
+		// of a kernel built with p2pdma.
+		v.alts = append(v.alts, MapNotSupported)
+		v.Unread = append(v.Unread, "whether the kernel is built with PCI_P2PDMA")
 	}
 	lca := commonAncestor(p, c)
 	throughHost := v.MapType == MapThruHostBridge || v.MapType == MapNotSupported
@@ -316,9 +328,11 @@ func (o *Oracle) build(provider, client Addr) (*Verdict, error) {
 		return bw, lat
 	}}
 	t.applyPolicy(o.rules, v, p, c)
+	t.settle(o.rules, v, p, c)
 	t.peerMemPath(v, p, c)
 	if n, ok := o.fileBlocked(client); ok {
-		v.Outcome, v.Source = OutcomeRefused, SourceTopologyFile
+		// Refused whatever the rule would have said.
+		v.Outcome, v.Source, v.Certain = OutcomeRefused, SourceTopologyFile, true
 		if v.PeerMem.Outcome == OutcomeP2P {
 			v.PeerMem.Outcome = OutcomeRefused
 		}
@@ -332,6 +346,46 @@ func (o *Oracle) build(provider, client Addr) (*Verdict, error) {
 // firmwareNote is the Note of a NIC's verdict that allows P2P: what no
 // verdict computed from sysfs can see.
 const firmwareNote = "Whether a NIC's firmware allows peer access cannot be seen in sysfs; where it does not, record it in the operator's topology file (efap2p export --peer-blocked NIC -o " + OperatorTopologyFile + ")."
+
+// settle decides whether an inexact verdict is certain: the outcome of
+// each map type the unread inputs could have given, under the exporter's
+// rule, against the kernel-safe branch's. The map type stays the
+// kernel-safe branch's; the reason says what would decide the outcome, or
+// that nothing would change it.
+func (t *Topology) settle(ru *kernelRules, v *Verdict, p, c *Function) {
+	if len(v.alts) == 0 && !v.undecidable {
+		v.Certain = true
+		return
+	}
+	unread := strings.Join(v.Unread, ", ")
+	if v.undecidable {
+		v.Certain = false
+		v.addReason(fmt.Sprintf("The outcome rests on %s, which efap2p cannot decide.", unread))
+		return
+	}
+	v.Certain = true
+	var others []string
+	for _, alt := range v.alts {
+		s := Verdict{Provider: v.Provider, Client: v.Client, MapType: alt, Distance: v.Distance, Path: v.Path, Kernel: v.Kernel}
+		t.applyPolicy(ru, &s, p, c)
+		if s.Outcome != v.Outcome {
+			v.Certain = false
+			others = append(others, fmt.Sprintf("%s where it gives %s", s.Outcome, alt))
+		}
+	}
+	if v.Certain {
+		v.addReason(fmt.Sprintf("%s could not be read, and it does not matter: the outcome is %s under every value it could have (the map type above is the kernel-safe branch).", capitalize(unread), v.Outcome))
+		return
+	}
+	v.addReason(fmt.Sprintf("The outcome depends on %s, which could not be read: %s under the kernel-safe assumption (%s), %s.", unread, v.Outcome, v.MapType, strings.Join(others, ", ")))
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
 
 func (o *Oracle) fileBlocked(nic Addr) (*TopoNIC, bool) {
 	if o.file == nil {

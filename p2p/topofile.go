@@ -310,7 +310,7 @@ func (ix *topoIndex) verdict(tp *TopoPair) *Verdict {
 		Provider: tp.Provider, Client: tp.Client,
 		MapType: tp.MapType, Distance: tp.Distance, Path: tp.Path,
 		Rule: RuleTopologyFile, ACSRedirect: append([]Addr{}, tp.ACSRedirect...),
-		Certain: true, Policy: tp.Policy, Outcome: tp.Outcome,
+		Exact: true, Certain: true, Policy: tp.Policy, Outcome: tp.Outcome,
 		Source: SourceTopologyFile, fig: fixedFigures(tp.BandwidthMBs, tp.LatencyNs),
 	}
 	if ix.kconfig != nil {

@@ -47,8 +47,11 @@ func WriteExplain(out io.Writer, o *p2p.Oracle, src *p2p.Sysfs, v *p2p.Verdict) 
 	if len(v.ACSUnknown) > 0 {
 		fmt.Fprintf(w, "acs unknown\t%s\n", addrList(v.ACSUnknown))
 	}
-	if !v.Certain {
-		fmt.Fprintf(w, "certain\tno: something the rule needs could not be read\n")
+	switch {
+	case !v.Certain:
+		fmt.Fprintf(w, "certain\tno: the outcome depends on %s, which could not be read\n", strings.Join(v.Unread, ", "))
+	case !v.Exact:
+		fmt.Fprintf(w, "certain\tyes, whatever %s is (the map type is the kernel-safe branch)\n", strings.Join(v.Unread, ", "))
 	}
 	w.Flush()
 	fmt.Fprintf(out, "\n%s\n", textwrap.Wrap(v.Reason, 78))

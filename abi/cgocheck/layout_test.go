@@ -122,6 +122,7 @@ func goConstants() map[string]int64 {
 		"EFADV_P2P_SOURCE_TOPOLOGY_FILE":      abi.P2PSourceTopologyFile,
 		"EFADV_P2P_FLAG_UNCERTAIN":            abi.P2PFlagUncertain,
 		"EFADV_P2P_FLAG_AMBIGUOUS_PEER":       abi.P2PFlagAmbiguousPeer,
+		"EFADV_P2P_FLAG_ASSUMED":              abi.P2PFlagAssumed,
 	}
 }
 
