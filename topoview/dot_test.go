@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/efap2p/efap2p/devices"
+	"github.com/efap2p/efap2p/internal/pciclass"
 	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/p2p"
 )
@@ -232,6 +233,9 @@ func TestTopoDOTModels(t *testing.T) {
 				base := uint32(f.Class) >> 16
 				if base != 0x02 && base != 0x03 && base != 0x12 {
 					continue
+				}
+				if base == 0x03 && !pciclass.IsAccelerator(uint32(f.Class), uint16(f.Vendor), uint16(f.Device)) {
+					continue // a framebuffer-only VGA is no accelerator
 				}
 				id := strings.Trim(fnID(f.Addr), "\"")
 				if _, ok := p.nodes[id]; !ok {
