@@ -33,6 +33,8 @@ esac
 echo "Maintainer: $maint"
 
 step "dpkg -i"
+# a check that fails leaves no package behind
+trap 'rc=$?; [ $rc = 0 ] || $sudo dpkg --purge $pkgs >/dev/null 2>&1; rm -rf "$tmp"; exit $rc' EXIT
 $sudo dpkg -i $(for p in $pkgs; do ls "$debs/${p}_${version}_"*.deb; done)
 for p in $pkgs; do dpkg -L "$p"; done | sort -u > "$tmp/files"
 ldconfig -p | grep -q 'libefap2p.so.1 ' || fail "libefap2p.so.1 is not in the loader's cache (ldconfig trigger)"
@@ -170,12 +172,17 @@ has '^OK' "efap2p check --format line in the emulated p5.48xlarge"
 doc 'efap2p check --format prometheus -o /var/lib/node_exporter/textfile_collector/efap2p.prom' \
 	efap2p sim -- efap2p check --format prometheus -o "$tmp/efap2p.prom"
 grep -q '^efap2p_' "$tmp/efap2p.prom" || fail "check --format prometheus -o: no efap2p_ metric in $tmp/efap2p.prom"
+doc 'efap2p check --format prometheus -o /var/lib/prometheus/node-exporter/efap2p.prom' \
+	efap2p sim -- efap2p check --format prometheus -o "$tmp/node-exporter.prom"
+grep -q '^efap2p_' "$tmp/node-exporter.prom" || fail "check --format prometheus -o: no efap2p_ metric in $tmp/node-exporter.prom"
 doc 'efap2p topo' efap2p sim -- efap2p topo
 has 'NIC31' "efap2p topo in the emulated p5.48xlarge"
 doc 'efap2p explain GPU0 NIC0' efap2p sim -- efap2p explain GPU0 NIC0
 doc 'efap2p explain 0000:53:00.0 rdmap79s0' efap2p sim -- efap2p explain 0000:53:00.0 rdmap79s0
 doc 'efap2p explain --kernel 6.1.0-28-amd64 53:00.0 4f:00.0' efap2p sim -- efap2p explain --kernel 6.1.0-28-amd64 53:00.0 4f:00.0
 has 'BUS_ADDR' "efap2p explain --kernel 6.1.0-28-amd64 53:00.0 4f:00.0"
+doc 'efap2p explain --all --json' efap2p sim -- efap2p explain --all --json
+has '"provider":"0000:53:00.0"' "efap2p explain --all --json in the emulated p5.48xlarge"
 doc 'efap2p sim --machine intel-acs-switch -- ibv_devinfo'
 has 'rdmap5s0' "ibv_devinfo in the emulated intel-acs-switch"
 doc 'LD_PRELOAD=libefap2p.so.1 efap2p sim -- fi_info -p efa'
