@@ -7,6 +7,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"github.com/efap2p/efap2p/internal/pciclass"
 	"os"
 	"path/filepath"
 	"strings"
@@ -258,7 +259,7 @@ func TestNCCLTopologyModels(t *testing.T) {
 			var gpus, nics []*models.Function
 			for _, f := range m.Functions() {
 				switch {
-				case uint32(f.Class)>>16 == 0x03:
+				case uint32(f.Class)>>16 == 0x03 && pciclass.IsAccelerator(uint32(f.Class), uint16(f.Vendor), uint16(f.Device)):
 					gpus = append(gpus, f)
 				case f.EFA != nil:
 					nics = append(nics, f)
