@@ -7,12 +7,12 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"github.com/efap2p/efap2p/internal/pciclass"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/efap2p/efap2p/internal/pciclass"
 	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/p2p"
 )
@@ -260,7 +260,6 @@ func TestNCCLTopologyModels(t *testing.T) {
 			for _, f := range m.Functions() {
 				switch {
 				case uint32(f.Class)>>16 == 0x03 && pciclass.IsAccelerator(uint32(f.Class), uint16(f.Vendor), uint16(f.Device)):
-					// a framebuffer-only VGA is no GPU
 					gpus = append(gpus, f)
 				case f.EFA != nil:
 					nics = append(nics, f)

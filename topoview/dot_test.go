@@ -5,12 +5,12 @@ package topoview
 import (
 	"bytes"
 	"fmt"
+	"github.com/efap2p/efap2p/internal/pciclass"
 	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/efap2p/efap2p/devices"
-	"github.com/efap2p/efap2p/internal/pciclass"
 	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/p2p"
 )
@@ -230,12 +230,8 @@ func TestTopoDOTModels(t *testing.T) {
 			out, p := topoDOT(t, name)
 			m, _ := models.Builtin(name)
 			for _, f := range m.Functions() {
-				base := uint32(f.Class) >> 16
-				if base != 0x02 && base != 0x03 && base != 0x12 {
+				if uint32(f.Class)>>16 != 0x02 && !pciclass.IsAccelerator(uint32(f.Class), uint16(f.Vendor), uint16(f.Device)) {
 					continue
-				}
-				if base == 0x03 && !pciclass.IsAccelerator(uint32(f.Class), uint16(f.Vendor), uint16(f.Device)) {
-					continue // a framebuffer-only VGA is no accelerator
 				}
 				id := strings.Trim(fnID(f.Addr), "\"")
 				if _, ok := p.nodes[id]; !ok {
