@@ -18,6 +18,8 @@
  *   storm     a SIGALRM every 20 us, whose handler asks every device and a
  *             peer, while the first calls of the process run: no deadlock,
  *             and the main thread's answers are right
+ *   peer-first  a pairwise query, then every device (the index's records
+ *             are read on demand by the first)
  *   list      asks every device and prints "NAME BIT" lines, then whether
  *             the Go core is mapped and how many threads run
  *
@@ -241,6 +243,21 @@ static void *first_caller(void *arg)
 	return NULL;
 }
 
+/* A pairwise query first (the index's records read on demand), then every
+ * device. */
+static void mode_peer_first(const char *want)
+{
+	query_peer_fn q;
+	struct efadv_p2p_attr a;
+
+	open_all();
+	q = (query_peer_fn)dlsym(RTLD_DEFAULT, "efadv_p2p_query_peer");
+	CHECK(q != NULL, "libefap2p is not loaded");
+	if (q)
+		CHECK_ERR(q(ctxs[0], "0000:53:00.0", &a, sizeof(a)), 0);
+	check_answers(want, ask_all());
+}
+
 static void mode_cancel(const char *want)
 {
 	int p[2], i;
@@ -306,12 +323,15 @@ int main(int argc, char **argv)
 		mode_sigpipe(want);
 	else if (!strcmp(mode, "storm"))
 		mode_storm(want);
+	else if (!strcmp(mode, "peer-first"))
+		mode_peer_first(want);
 	else if (!strcmp(mode, "cancel"))
 		mode_cancel(want);
 	else if (!strcmp(mode, "dlclose") && argc > 3)
 		mode_dlclose(want, argv[3]);
 	else {
-		fprintf(stderr, "usage: %s signalfd|as|nproc|sigpipe|storm|cancel p2p|none|any [nocore]\n"
+		fprintf(stderr, "usage: %s MODE p2p|none|any [nocore]\n"
+			"  MODE: signalfd as nproc peer-first sigpipe storm cancel\n"
 			"       %s dlclose p2p|none|any LIBRARY\n", argv[0], argv[0]);
 		return 2;
 	}
