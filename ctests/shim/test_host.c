@@ -9,6 +9,9 @@
  *             lives
  *   nproc     RLIMIT_NPROC at the process count (as an unprivileged user):
  *             the same
+ *   first-signal  a SIGUSR1 handler that calls efadv_query_device runs
+ *             inside the loader during the first call (LD_AUDIT=sigaudit):
+ *             no deadlock, and the handler's call starts no load
  *   sigpipe   a SIGPIPE handler calls efadv_query_device while the first
  *             call writes a log line to a broken pipe: no deadlock
  *   cancel    the first caller is cancelled while it writes a log line to a
@@ -20,6 +23,9 @@
  *             and the main thread's answers are right
  *   peer-first  a pairwise query, then every device (the index's records
  *             are read on demand by the first)
+ *   fork-storm  a SIGALRM 300 us after the last, whose handler forks,
+ *             while the first calls run: no deadlock, every child exits
+ *   ask       asks every device
  *   list      asks every device and prints "NAME BIT" lines, then whether
  *             the Go core is mapped and how many threads run
  *
@@ -174,6 +180,59 @@ static void mode_nproc(const char *want)
 	check_answers(want, ask_all());
 }
 
+/* ---- a handler calling in during the first call ---- */
+
+/* Is the Go core mapped? With system calls only: a signal handler asks. */
+static int core_mapped_now(void)
+{
+	static const char name[] = "libefap2p-core";
+	char buf[8192];
+	size_t keep = 0;
+	ssize_t n;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC), found = 0;
+
+	while (fd >= 0 && !found && (n = read(fd, buf + keep, sizeof(buf) - keep)) > 0) {
+		size_t len = keep + (size_t)n;
+
+		found = memmem(buf, len, name, sizeof(name) - 1) != NULL;
+		keep = len < sizeof(name) ? len : sizeof(name) - 1;
+		memmove(buf, buf + len - keep, keep);
+	}
+	if (fd >= 0)
+		close(fd);
+	return found;
+}
+
+static volatile sig_atomic_t usr1_calls, usr1_loaded, usr1_rc;
+
+static void on_usr1(int sig)
+{
+	struct efadv_device_attr attr;
+	int saved = errno, before = core_mapped_now(), rc;
+
+	(void)sig;
+	rc = query(ctxs[0], &attr, sizeof(attr));
+	if (rc)
+		usr1_rc = rc;
+	usr1_loaded |= !before && core_mapped_now();
+	usr1_calls++;
+	errno = saved;
+}
+
+/* SIGUSR1 is raised (by the audit module sigaudit.c, LD_AUDIT) inside the
+ * loader, while the first call resolves a symbol with dlsym or dlvsym;
+ * its handler asks too. No deadlock, no load started by the handler, and
+ * the main thread's answers are right. */
+static void mode_first_signal(const char *want)
+{
+	open_all();
+	signal(SIGUSR1, on_usr1);
+	check_answers(want, ask_all());
+	CHECK(usr1_calls == 1, "the handler ran %d times, want once (is LD_AUDIT set?)", (int)usr1_calls);
+	CHECK(!usr1_loaded, "the handler's call loaded the Go core");
+	CHECK_ERR(usr1_rc, 0);
+}
+
 static void on_sigpipe(int sig)
 {
 	(void)sig;
@@ -234,6 +293,56 @@ static void mode_storm(const char *want)
 	check_answers(want, got);
 	CHECK(in_handler_calls > 0, "the handler never ran");
 	printf("test_host: %d calls from the handler\n", (int)in_handler_calls);
+}
+
+/* A SIGALRM 300 us after the last one was handled, whose handler forks a
+ * child that exits at once, while the first calls of the process run
+ * (cache inserts, the core's load): no fork waits for something its own
+ * thread holds. (The timer is armed again only after the fork: a signal
+ * arriving during fork makes the kernel start it over.) */
+static volatile sig_atomic_t handler_forks, handler_fork_failures, storm_over;
+
+static void on_alarm_fork(int sig)
+{
+	struct itimerval next = { { 0, 0 }, { 0, 300 } };
+	int saved = errno, st;
+	pid_t pid = fork();
+
+	(void)sig;
+	if (pid == 0)
+		_exit(0);
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+		handler_fork_failures++;
+	handler_forks++;
+	if (!storm_over)
+		setitimer(ITIMER_REAL, &next, NULL);
+	errno = saved;
+}
+
+static void mode_fork_storm(const char *want)
+{
+	struct itimerval it = { { 0, 0 }, { 0, 300 } };
+	struct efadv_p2p_attr a;
+	query_peer_fn q;
+	char peer[32];
+	int i, got;
+
+	open_all();
+	q = (query_peer_fn)dlsym(RTLD_DEFAULT, "efadv_p2p_query_peer");
+	signal(SIGALRM, on_alarm_fork);
+	setitimer(ITIMER_REAL, &it, NULL);
+	got = ask_all();
+	for (i = 0; q && i < 256; i++) {
+		snprintf(peer, sizeof(peer), "0000:%02x:00.0", i);
+		q(ctxs[i % ndevs], peer, &a, sizeof(a));
+	}
+	storm_over = 1;
+	memset(&it, 0, sizeof(it));
+	setitimer(ITIMER_REAL, &it, NULL);
+	check_answers(want, got);
+	CHECK(handler_forks > 0, "the handler never ran");
+	CHECK(!handler_fork_failures, "%d of the handler's forks failed", (int)handler_fork_failures);
+	printf("test_host: %d forks from the handler\n", (int)handler_forks);
 }
 
 static void *first_caller(void *arg)
@@ -319,6 +428,13 @@ int main(int argc, char **argv)
 		mode_as(want);
 	else if (!strcmp(mode, "nproc"))
 		mode_nproc(want);
+	else if (!strcmp(mode, "ask")) {
+		open_all();
+		check_answers(want, ask_all());
+	} else if (!strcmp(mode, "fork-storm"))
+		mode_fork_storm(want);
+	else if (!strcmp(mode, "first-signal"))
+		mode_first_signal(want);
 	else if (!strcmp(mode, "sigpipe"))
 		mode_sigpipe(want);
 	else if (!strcmp(mode, "storm"))
@@ -331,7 +447,7 @@ int main(int argc, char **argv)
 		mode_dlclose(want, argv[3]);
 	else {
 		fprintf(stderr, "usage: %s MODE p2p|none|any [nocore]\n"
-			"  MODE: signalfd as nproc peer-first sigpipe storm cancel\n"
+			"  MODE: ask signalfd as nproc first-signal peer-first sigpipe storm fork-storm cancel\n"
 			"       %s dlclose p2p|none|any LIBRARY\n", argv[0], argv[0]);
 		return 2;
 	}

@@ -36,6 +36,22 @@
 #define FD_SLOTS 256	/* power of two */
 
 static pthread_mutex_t insert_lock = PTHREAD_MUTEX_INITIALIZER;
+/* This thread holds insert_lock: a fork from a signal handler that
+ * interrupted an insert must not wait for it. */
+static __thread int insert_held;
+static __thread int fork_holds_insert;
+
+static void insert_lock_take(void)
+{
+	pthread_mutex_lock(&insert_lock);
+	insert_held = 1;
+}
+
+static void insert_lock_drop(void)
+{
+	insert_held = 0;
+	pthread_mutex_unlock(&insert_lock);
+}
 
 /* ---- names: append-only arrays, published by their count ---- */
 
@@ -92,7 +108,7 @@ static int names_index(struct names *t, const char *s)
 		return i;
 	if (strlen(s) >= NAME_MAX_LEN)
 		return -1;
-	pthread_mutex_lock(&insert_lock);
+	insert_lock_take();
 	n = atomic_load_explicit(&t->n, memory_order_relaxed);
 	i = names_find(t, s, h);
 	if (i < 0 && n < t->max) {
@@ -101,7 +117,7 @@ static int names_index(struct names *t, const char *s)
 		atomic_store_explicit(&t->n, n + 1, memory_order_release);
 		i = n;
 	}
-	pthread_mutex_unlock(&insert_lock);
+	insert_lock_drop();
 	return i;
 }
 
@@ -145,12 +161,12 @@ int efap2p_dev_key(int dev, struct ibv_device *device, uint64_t *key)
 			rc = efap2p_nic_key(device, &k);
 		else
 			rc = 0;
-		pthread_mutex_lock(&insert_lock);
+		insert_lock_take();
 		if (!atomic_load_explicit(&n->key_state, memory_order_relaxed)) {
 			n->key = k;
 			atomic_store_explicit(&n->key_state, rc ? rc + 2 : 1, memory_order_release);
 		}
-		pthread_mutex_unlock(&insert_lock);
+		insert_lock_drop();
 		st = atomic_load_explicit(&n->key_state, memory_order_acquire);
 	}
 	if (st != 1)
@@ -216,7 +232,7 @@ int efap2p_dev_of(const struct ibv_device *device)
 
 	if (dev < 0 || efap2p_dev_lookup(device) == dev)
 		return dev;
-	pthread_mutex_lock(&insert_lock);
+	insert_lock_take();
 	if (dev_slots_used < DEV_SLOTS / 4 * 3) {
 		while (atomic_load_explicit(&dev_slots[i].ptr, memory_order_relaxed) &&
 		       atomic_load_explicit(&dev_slots[i].ptr, memory_order_relaxed) != p)
@@ -229,7 +245,7 @@ int efap2p_dev_of(const struct ibv_device *device)
 			dev_slots_used++;
 		}
 	}
-	pthread_mutex_unlock(&insert_lock);
+	insert_lock_drop();
 	return dev;
 }
 
@@ -306,7 +322,7 @@ struct efap2p_pair *efap2p_pair_add(const struct efap2p_pair *p)
 	uint64_t key = pair_key(p->dev, p->exp);
 	int i;
 
-	pthread_mutex_lock(&insert_lock);
+	insert_lock_take();
 	i = slot_find(pair_keys, PAIR_SLOTS - 1, key);
 	if (i < 0) {
 		i = slot_claim(pair_keys, PAIR_SLOTS - 1, &pairs_used, key);
@@ -319,7 +335,7 @@ struct efap2p_pair *efap2p_pair_add(const struct efap2p_pair *p)
 			atomic_store_explicit(&pair_keys[i], key, memory_order_release);
 		}
 	}
-	pthread_mutex_unlock(&insert_lock);
+	insert_lock_drop();
 	return i < 0 ? NULL : &pairs[i];
 }
 
@@ -341,13 +357,13 @@ void efap2p_peer_add(int dev, uint64_t peer, const struct efadv_p2p_attr *attr)
 	uint64_t key = peer_key(dev, peer);
 	int i;
 
-	pthread_mutex_lock(&insert_lock);
+	insert_lock_take();
 	if (slot_find(peer_keys, PEER_SLOTS - 1, key) < 0 &&
 	    (i = slot_claim(peer_keys, PEER_SLOTS - 1, &peers_used, key)) >= 0) {
 		peers[i] = *attr;
 		atomic_store_explicit(&peer_keys[i], key, memory_order_release);
 	}
-	pthread_mutex_unlock(&insert_lock);
+	insert_lock_drop();
 }
 
 /* ---- dma-buf descriptors: direct-mapped, a sequence counter a slot ---- */
@@ -390,7 +406,7 @@ void efap2p_fd_add(dev_t st_dev, ino_t st_ino, int exp)
 	struct fd_slot *s = fd_slot(st_dev, st_ino);
 	uint32_t seq;
 
-	pthread_mutex_lock(&insert_lock);
+	insert_lock_take();
 	seq = atomic_load_explicit(&s->seq, memory_order_relaxed);
 	atomic_store_explicit(&s->seq, seq + 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
@@ -398,22 +414,27 @@ void efap2p_fd_add(dev_t st_dev, ino_t st_ino, int exp)
 	atomic_store_explicit(&s->dev, (uint64_t)st_dev, memory_order_relaxed);
 	atomic_store_explicit(&s->ino, (uint64_t)st_ino, memory_order_relaxed);
 	atomic_store_explicit(&s->seq, seq + 2, memory_order_release);
-	pthread_mutex_unlock(&insert_lock);
+	insert_lock_drop();
 }
 
 /* ---- fork: the child gets a consistent copy ---- */
 
 void efap2p_cache_atfork_prepare(void)
 {
-	pthread_mutex_lock(&insert_lock);
+	fork_holds_insert = !insert_held;
+	if (fork_holds_insert)
+		pthread_mutex_lock(&insert_lock);
 }
 
 void efap2p_cache_atfork_parent(void)
 {
-	pthread_mutex_unlock(&insert_lock);
+	if (fork_holds_insert)
+		pthread_mutex_unlock(&insert_lock);
 }
 
+/* The insert this thread was making, if any, goes on in the child. */
 void efap2p_cache_atfork_child(void)
 {
-	pthread_mutex_unlock(&insert_lock);
+	if (fork_holds_insert)
+		pthread_mutex_unlock(&insert_lock);
 }

@@ -43,6 +43,15 @@ void efap2p_signals_restore(const sigset_t *old);
 /* Keeps a log line for the innermost guard of this thread; 0 when no
  * guard is active (the caller writes it itself). */
 int efap2p_guard_defer(const char *line, size_t len);
+/* A loader section: calls into the dynamic loader after the constructors,
+ * one at a time, the asynchronous signals blocked (old: the mask before);
+ * fork() waits for one in flight in another thread. Sections nest in a
+ * thread. */
+void efap2p_loader_enter(sigset_t *old);
+void efap2p_loader_leave(const sigset_t *old);
+void efap2p_loader_atfork_prepare(void);
+void efap2p_loader_atfork_parent(void);
+void efap2p_loader_atfork_child(void);
 
 /* config.c: the environment (EFAP2P_*, SYSFS_PATH), and the log. */
 enum {

@@ -90,8 +90,14 @@ static int find_go(struct dl_phdr_info *info, size_t size, void *data)
 static const char *go_in_process(void)
 {
 	const char *who = NULL;
+	sigset_t old;
+	int found;
 
-	if (!dl_iterate_phdr(find_go, &who))
+	/* a loader section: fork waits for it (guard.c) */
+	efap2p_loader_enter(&old);
+	found = dl_iterate_phdr(find_go, &who);
+	efap2p_loader_leave(&old);
+	if (!found)
 		return NULL;
 	return (who && *who) ? who : "the program";
 }
