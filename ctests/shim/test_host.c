@@ -7,8 +7,23 @@
  *             signalfd: every child's exit still reaches it
  *   as        RLIMIT_AS of 256 MiB: the first calls answer, the process
  *             lives
+ *   as-sweep  every RLIMIT_AS from 256 MiB to 4 GiB in steps of 50 MiB, each
+ *             a process of its own started under the limit (with a timeout):
+ *             16 threads and the main one ask, the process exits 0, and a
+ *             core that was needed is said to be kept out once
  *   nproc     RLIMIT_NPROC at the process count (as an unprivileged user):
  *             the same
+ *   nproc-userns  the same as root of a user namespace that an
+ *             unprivileged user made (a rootless container): that root is
+ *             bound by RLIMIT_NPROC too (77, skipped, where user
+ *             namespaces cannot be made); with the path of efap2p as third
+ *             argument, its boot-time topology file is written there first
+ *   guard-page  the program keeps a page of its own .data inaccessible:
+ *             the core's first need does not fault on it
+ *   with-lib  a library (the third argument) is loaded before the first
+ *             call: one that carries a Go binary's build info among its
+ *             data (a Go executable as data) but no Go runtime (godata.c),
+ *             where the core still loads, or a Go one, where it does not
  *   first-signal  a SIGUSR1 handler that calls efadv_query_device runs
  *             inside the loader during the first call (LD_AUDIT=sigaudit):
  *             no deadlock, and the handler's call starts no load
@@ -37,13 +52,19 @@
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <infiniband/efadv_p2p.h>
@@ -157,6 +178,150 @@ static void mode_as(const char *want)
 	check_answers(want, ask_all());
 }
 
+/* ---- RLIMIT_AS: every limit, each a process started under it ---- */
+
+#define ASKERS 16
+
+static void *asker(void *arg)
+{
+	*(int *)arg = ask_all();
+	return NULL;
+}
+
+/* Under the limit it was started with: 16 threads ask at once (the first
+ * calls race), then the main thread. */
+static void mode_as_one(const char *want)
+{
+	pthread_t t[ASKERS];
+	pthread_attr_t attr;
+	int got[ASKERS], made[ASKERS], i, started = 0;
+
+	open_all();
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 256 << 10);
+	for (i = 0; i < ASKERS; i++) {
+		made[i] = !pthread_create(&t[i], &attr, asker, &got[i]);
+		started += made[i];
+	}
+	pthread_attr_destroy(&attr);
+	CHECK(started > 0, "no asking thread could be started");
+	for (i = 0; i < ASKERS; i++)
+		if (made[i]) {
+			pthread_join(t[i], NULL);
+			check_answers(want, got[i]);
+		}
+	check_answers(want, ask_all());
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Runs this program's as-one mode under RLIMIT_AS = limit, with a 20 s
+ * timeout; its stderr is kept in err (NUL-terminated). The exit status,
+ * or -signal, or -1000 for a timeout. */
+static int run_under_as(unsigned long long limit, const char *want, int nocore, char *err,
+			size_t len)
+{
+	char *args[] = { "test_host", "as-one", (char *)want, nocore ? "nocore" : NULL, NULL };
+	double deadline = now_s() + 20;
+	size_t got = 0;
+	int p[2], st = 0, open_end = 1;
+	pid_t pid, done = 0;
+
+	CHECK_ERR(pipe(p) ? errno : 0, 0);
+	pid = fork();
+	if (pid == 0) {
+		struct rlimit r = { limit, limit };
+
+		dup2(p[1], STDERR_FILENO);
+		close(p[0]);
+		close(p[1]);
+		if (setrlimit(RLIMIT_AS, &r))
+			_exit(120);
+		execv("/proc/self/exe", args);
+		_exit(121);
+	}
+	close(p[1]);
+	while (!done && now_s() < deadline) {
+		struct pollfd pf = { p[0], POLLIN, 0 };
+		ssize_t n;
+
+		if (open_end && poll(&pf, 1, 10) > 0) {
+			n = read(p[0], err + got, len - 1 - got);
+			if (n > 0)
+				got += (size_t)n;
+			else
+				open_end = 0;	/* EOF, or no room left */
+		} else if (!open_end) {
+			usleep(1000);
+		}
+		done = waitpid(pid, &st, WNOHANG);
+	}
+	if (!done) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+	}
+	/* what it wrote since the last read: it has exited, the pipe ends */
+	while (got + 1 < len) {
+		ssize_t n = read(p[0], err + got, len - 1 - got);
+
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	err[got] = 0;
+	close(p[0]);
+	if (!done)
+		return -1000;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st);
+}
+
+static int count_lines(const char *text, const char *prefix, const char *with)
+{
+	const char *l;
+	int n = 0;
+
+	for (l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		const char *end = strchr(l, '\n');
+		size_t len = end ? (size_t)(end - l) : strlen(l);
+
+		if (!strncmp(l, prefix, strlen(prefix)) && memmem(l, len, with, strlen(with)))
+			n++;
+	}
+	return n;
+}
+
+/* "none" (the core is needed): exactly one error line, about RLIMIT_AS;
+ * "p2p" (the index answers): no error line. */
+static void mode_as_sweep(const char *want, int nocore)
+{
+	static char err[64 << 10];
+	unsigned long long mib;
+	int runs = 0;
+
+	for (mib = 256; mib <= 4096; mib += 50, runs++) {
+		int rc = run_under_as(mib << 20, want, nocore, err, sizeof(err)), lines;
+
+		CHECK(rc == 0, "RLIMIT_AS %llu MiB: %s %d", mib,
+		      rc == -1000 ? "hung for 20 s," : rc < 0 ? "killed by signal" : "exit status",
+		      rc < 0 && rc != -1000 ? -rc : rc);
+		lines = count_lines(err, "efap2p: error:", "");
+		if (!strcmp(want, "none"))
+			CHECK(lines == 1 && count_lines(err, "efap2p: error:", "RLIMIT_AS") == 1,
+			      "RLIMIT_AS %llu MiB: %d error lines, want one about RLIMIT_AS", mib, lines);
+		else
+			CHECK(lines == 0, "RLIMIT_AS %llu MiB: %d error lines, want none", mib, lines);
+		if (rc || (lines != !strcmp(want, "none")))
+			fprintf(stderr, "--- its stderr:\n%s---\n", err);
+	}
+	printf("test_host: %d limits\n", runs);
+}
+
 static void *noop(void *arg)
 {
 	return arg;
@@ -177,6 +342,116 @@ static void mode_nproc(const char *want)
 	CHECK_ERR(setrlimit(RLIMIT_NPROC, &r) ? errno : 0, 0);
 	CHECK(pthread_create(&t, NULL, noop, NULL) != 0,
 	      "a thread could still be started: the test does not test");
+	check_answers(want, ask_all());
+}
+
+/* Root of a user namespace an unprivileged user made, as in a rootless
+ * container: 0 when this process is that, 77 when user namespaces cannot
+ * be made here. The devices stay open; the emulated host's tree is made
+ * readable to the user, and (for_export) its boot-time topology folder
+ * the user's. */
+static int become_userns_root(int for_export)
+{
+	const char *root = getenv("EFAP2P_TOPOLOGY_ROOT");
+	char path[4096], map[64];
+	int fd;
+
+	if (root && chmod(root, 0755))
+		CHECK(0, "chmod %s: %s", root, strerror(errno));
+	if (root && for_export) {
+		snprintf(path, sizeof(path), "%s/run", root);
+		if (mkdir(path, 0755) && errno != EEXIST)
+			CHECK(0, "%s: %s", path, strerror(errno));
+		snprintf(path, sizeof(path), "%s/run/efap2p", root);
+		if ((mkdir(path, 0755) && errno != EEXIST) || chown(path, 65534, 65534))
+			CHECK(0, "%s: %s", path, strerror(errno));
+	}
+	CHECK_ERR(setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
+		  setresuid(65534, 65534, 65534) ? errno : 0, 0);
+	/* a changed uid made the process undumpable: its /proc files root's */
+	prctl(PR_SET_DUMPABLE, 1);
+	if (unshare(CLONE_NEWUSER)) {
+		printf("test_host: skipped: an unprivileged user cannot make a user namespace here (%s)\n",
+		       strerror(errno));
+		return 77;
+	}
+	snprintf(map, sizeof(map), "0 65534 1\n");
+	fd = open("/proc/self/setgroups", O_WRONLY);
+	if (fd >= 0) {
+		CHECK(write(fd, "deny", 4) == 4, "setgroups: %s", strerror(errno));
+		close(fd);
+	}
+	fd = open("/proc/self/uid_map", O_WRONLY);
+	CHECK(fd >= 0 && write(fd, map, strlen(map)) == (ssize_t)strlen(map), "uid_map: %s",
+	      strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	fd = open("/proc/self/gid_map", O_WRONLY);
+	CHECK(fd >= 0 && write(fd, map, strlen(map)) == (ssize_t)strlen(map), "gid_map: %s",
+	      strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	CHECK(geteuid() == 0, "euid %u in the user namespace, want 0", (unsigned)geteuid());
+	return 0;
+}
+
+/* Runs efap2p export --boot, as the unit would inside the container. */
+static void export_boot(const char *efap2p)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		execl(efap2p, "efap2p", "export", "--boot", (char *)NULL);
+		_exit(127);
+	}
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && !WEXITSTATUS(st),
+	      "%s export --boot failed", efap2p);
+}
+
+/* RLIMIT_NPROC at this user's thread count, as root of a user namespace;
+ * with efap2p, its boot-time topology file written there first. */
+static int mode_nproc_userns(const char *want, const char *efap2p)
+{
+	struct rlimit r = { 1, 1 };
+	pthread_t t;
+	int rc;
+
+	open_all();
+	rc = become_userns_root(efap2p != NULL);
+	if (rc)
+		return rc;
+	if (efap2p)
+		export_boot(efap2p);
+	CHECK_ERR(setrlimit(RLIMIT_NPROC, &r) ? errno : 0, 0);
+	CHECK(pthread_create(&t, NULL, noop, NULL) != 0,
+	      "a thread could still be started: the test does not test");
+	check_answers(want, ask_all());
+	return 0;
+}
+
+/* A page of the program's own initialised data, made inaccessible (a
+ * guard page, sealed data), then the first call that needs the core. */
+__attribute__((used, aligned(4096))) char guarded[3 << 12] = { 1 };
+
+static void mode_guard_page(const char *want)
+{
+	char *page = guarded + 4096;
+
+	open_all();
+	CHECK_ERR(mprotect(page, 4096, PROT_NONE) ? errno : 0, 0);
+	check_answers(want, ask_all());
+	CHECK_ERR(mprotect(page, 4096, PROT_READ | PROT_WRITE) ? errno : 0, 0);
+	CHECK(guarded[0] == 1, "the data changed");
+}
+
+/* A library loaded before the first call that needs the core. */
+static void mode_with_lib(const char *want, const char *lib)
+{
+	void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+
+	CHECK(h != NULL, "dlopen %s: %s", lib, dlerror());
+	open_all();
 	check_answers(want, ask_all());
 }
 
@@ -426,8 +701,21 @@ int main(int argc, char **argv)
 		mode_signalfd(want);
 	else if (!strcmp(mode, "as"))
 		mode_as(want);
+	else if (!strcmp(mode, "as-sweep"))
+		mode_as_sweep(want, nocore);
+	else if (!strcmp(mode, "as-one"))
+		mode_as_one(want);
 	else if (!strcmp(mode, "nproc"))
 		mode_nproc(want);
+	else if (!strcmp(mode, "nproc-userns")) {
+		int rc = mode_nproc_userns(want, argc > 3 && strcmp(argv[3], "nocore") ? argv[3] : NULL);
+
+		if (rc)
+			return rc;
+	} else if (!strcmp(mode, "guard-page"))
+		mode_guard_page(want);
+	else if (!strcmp(mode, "with-lib") && argc > 3)
+		mode_with_lib(want, argv[3]);
 	else if (!strcmp(mode, "ask")) {
 		open_all();
 		check_answers(want, ask_all());
@@ -447,8 +735,9 @@ int main(int argc, char **argv)
 		mode_dlclose(want, argv[3]);
 	else {
 		fprintf(stderr, "usage: %s MODE p2p|none|any [nocore]\n"
-			"  MODE: ask signalfd as nproc first-signal peer-first sigpipe storm fork-storm cancel\n"
-			"       %s dlclose p2p|none|any LIBRARY\n", argv[0], argv[0]);
+			"  MODE: ask signalfd as as-sweep nproc nproc-userns guard-page first-signal\n"
+			"        peer-first sigpipe storm fork-storm cancel\n"
+			"       %s dlclose|with-lib p2p|none|any LIBRARY [nocore]\n", argv[0], argv[0]);
 		return 2;
 	}
 	if (nocore)

@@ -171,9 +171,6 @@ void efap2p_precomp_atfork_child(void);
 /* host.c: may a Go runtime start in this process? 1 and why when not.
  * caller is the signal mask of the thread asking, as the program set it. */
 #define EFAP2P_GO_THREADS 8	/* threads a starting Go runtime may need */
-/* address space the Go runtime reserves as it starts (about 750 MiB with
- * Go 1.26: below that it aborts), with a margin */
-#define EFAP2P_GO_ADDRESS_SPACE (1024ull << 20)
 int efap2p_host_refuses_go(const sigset_t *caller, char *why, size_t len);
 
 /* util.c: "DDDD:BB:DD.F" (a domain of 4 to 8 hex digits; "BB:DD.F" too
