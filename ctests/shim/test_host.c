@@ -24,6 +24,9 @@
  *             call: one that carries a Go binary's build info among its
  *             data (a Go executable as data) but no Go runtime (godata.c),
  *             where the core still loads, or a Go one, where it does not
+ *   ctor      a library (the third argument, ctorcall.c) whose constructor
+ *             asks every device is loaded: the first calls, the core's
+ *             load with them, run under the loader's lock
  *   first-signal  a SIGUSR1 handler that calls efadv_query_device runs
  *             inside the loader during the first call (LD_AUDIT=sigaudit):
  *             no deadlock, and the handler's call starts no load
@@ -455,6 +458,22 @@ static void mode_with_lib(const char *want, const char *lib)
 	check_answers(want, ask_all());
 }
 
+/* A library whose constructor makes the process's first calls (ctorcall.c):
+ * under the loader's lock its thread holds. */
+static void mode_ctor(const char *want, const char *lib)
+{
+	void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	const int *devices = h ? dlsym(h, "ctorcall_devices") : NULL;
+	const int *p2p = h ? dlsym(h, "ctorcall_p2p") : NULL;
+
+	CHECK(devices && p2p, "dlopen %s: %s", lib, h ? "no counts" : dlerror());
+	if (!devices || !p2p)
+		return;
+	ndevs = *devices;
+	CHECK(ndevs > 0, "the constructor found no RDMA device");
+	check_answers(want, *p2p);
+}
+
 /* ---- a handler calling in during the first call ---- */
 
 /* Is the Go core mapped? With system calls only: a signal handler asks. */
@@ -716,6 +735,8 @@ int main(int argc, char **argv)
 		mode_guard_page(want);
 	else if (!strcmp(mode, "with-lib") && argc > 3)
 		mode_with_lib(want, argv[3]);
+	else if (!strcmp(mode, "ctor") && argc > 3)
+		mode_ctor(want, argv[3]);
 	else if (!strcmp(mode, "ask")) {
 		open_all();
 		check_answers(want, ask_all());
@@ -737,7 +758,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s MODE p2p|none|any [nocore]\n"
 			"  MODE: ask signalfd as as-sweep nproc nproc-userns guard-page first-signal\n"
 			"        peer-first sigpipe storm fork-storm cancel\n"
-			"       %s dlclose|with-lib p2p|none|any LIBRARY [nocore]\n", argv[0], argv[0]);
+			"       %s dlclose|with-lib|ctor p2p|none|any LIBRARY [nocore]\n", argv[0], argv[0]);
 		return 2;
 	}
 	if (nocore)
