@@ -22,8 +22,10 @@
  *   sigwait, would have it delivered to a Go thread and lost.
  * - Memory: under a finite RLIMIT_AS or RLIMIT_DATA, whatever its size,
  *   the runtime can die of an address-space reservation refused.
- * - Threads: where a finite RLIMIT_NPROC or a pids cgroup bounds them,
- *   the runtime's threads must fit: tried by starting as many at once.
+ * - Threads: where a finite RLIMIT_NPROC (for every user but the initial
+ *   namespace's root, told by its real uid and namespace) or a pids cgroup
+ *   bounds them, the runtime's threads must fit: tried by starting as many
+ *   at once.
  */
 #define _GNU_SOURCE
 #include <elf.h>
@@ -389,14 +391,30 @@ static int thread_room(void)
 	return rc;
 }
 
+/* The inode of the initial user namespace's file in nsfs
+ * (PROC_USER_INIT_INO, include/linux/proc_ns.h: fixed since Linux 3.8). */
+#define INIT_USER_NS_INO 0xEFFFFFFDu
+
+/*
+ * Does RLIMIT_NPROC not bind this process? The kernel waives it (fork's
+ * check) for one user, the initial user namespace's root by real uid, and
+ * for holders of CAP_SYS_RESOURCE or CAP_SYS_ADMIN there. Only the first is
+ * told here, from /proc: uid 0 of any other user namespace (a rootless
+ * container) is another user, bound like any, and so is an effective uid 0
+ * of a real one that is not.
+ */
+static int nproc_waived(void)
+{
+	struct stat st;
+
+	return getuid() == 0 && !stat("/proc/self/ns/user", &st) && st.st_ino == INIT_USER_NS_INO;
+}
+
 /* Is the number of threads bounded for this process: a finite
- * RLIMIT_NPROC, or a finite pids.max in its cgroup (v2, v1's pids
- * controller) or one above it? Unknown counts as bounded. RLIMIT_NPROC is
- * waived only for the initial user namespace's root and for holders of
- * CAP_SYS_RESOURCE or CAP_SYS_ADMIN there; uid 0 of any other namespace (a
- * rootless container) is bound, so uids and capabilities are not asked:
- * a finite limit is probed (threads_room, ~0.4 ms beside the core's
- * milliseconds). */
+ * RLIMIT_NPROC that is not waived for it, or a finite pids.max in its
+ * cgroup (v2, v1's pids controller) or one above it? Unknown counts as
+ * bounded. Starting threads to find out (threads_room, ~0.4 ms on an idle
+ * machine, tens of ms on a loaded one) costs far more than these reads. */
 static int threads_bounded(void)
 {
 	char line[4096], path[4200], max[32];
@@ -405,7 +423,7 @@ static int threads_bounded(void)
 	char *cg, *slash;
 	int bounded = 0;
 
-	if (getrlimit(RLIMIT_NPROC, &r) || r.rlim_cur != RLIM_INFINITY)
+	if (getrlimit(RLIMIT_NPROC, &r) || (r.rlim_cur != RLIM_INFINITY && !nproc_waived()))
 		return 1;
 	f = fopen("/proc/self/cgroup", "re");
 	if (!f)
