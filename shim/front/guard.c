@@ -11,8 +11,9 @@
  * - log lines kept and written once the guard is left, so that a write to
  *   a full pipe delays the caller, never a lock holder.
  * Signals stay open (no system call in a guard of its own): only the Go
- * core's loading and calls block them (core.c). Everything a guard covers
- * is bounded. The real rdma-core functions are always called outside one.
+ * core's loading and calls (core.c), the loader sections below and the
+ * short holds of the cache's insert lock (cache.c) block them. Everything
+ * a guard covers is bounded. The real rdma-core functions are always called outside one.
  *
  * Calls into the dynamic loader made after the constructors (the core's
  * dlopen and dlsym, the scan of loaded objects, a late dlvsym of a real
