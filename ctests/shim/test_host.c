@@ -18,6 +18,8 @@
  *             bound by RLIMIT_NPROC too (77, skipped, where user
  *             namespaces cannot be made); with the path of efap2p as third
  *             argument, its boot-time topology file is written there first
+ *             (not root's own unshare -Ur: the kernel's root, which it
+ *             stays, is not bound by RLIMIT_NPROC, and its threads start)
  *   guard-page  the program keeps a page of its own .data inaccessible:
  *             the core's first need does not fault on it
  *   with-lib  a library (the third argument) is loaded before the first

@@ -401,7 +401,9 @@ static int thread_room(void)
  * for holders of CAP_SYS_RESOURCE or CAP_SYS_ADMIN there. Only the first is
  * told here, from /proc: uid 0 of any other user namespace (a rootless
  * container) is another user, bound like any, and so is an effective uid 0
- * of a real one that is not.
+ * of a real one that is not. (A namespace root made for itself, unshare -Ur
+ * run by root, is still the kernel's root and is waived; it is probed all
+ * the same, which costs the probe and nothing else.)
  */
 static int nproc_waived(void)
 {
