@@ -94,3 +94,25 @@ func FuzzHasGo(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkHasGo: the cost of the test for one loaded object, paid once a
+// process for each object before the core is first loaded: a C program
+// (section headers), this Go program, and it without section headers (the
+// segments are read).
+func BenchmarkHasGo(b *testing.B) {
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct{ name, path string }{
+		{"c", "/bin/true"},
+		{"go", self},
+		{"go-noshdr", write(b, "go-noshdr", noSections(read(b, self)))},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				HasGo(bc.path)
+			}
+		})
+	}
+}
