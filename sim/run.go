@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 
@@ -54,7 +55,7 @@ func (opt *RunOptions) logf(format string, args ...any) {
 // removed when the command ends, unless opt.Keep is set. Run returns the command's exit status as a shell
 // reports it: 128+N when signal N killed it, 127 when it cannot be found,
 // 126 when it cannot be run; SIGTERM and SIGHUP sent to this process are
-// passed on to it.
+// passed on to it, and a kill of this process (SIGKILL) kills it too.
 func Run(m *models.Machine, command []string, opt RunOptions) (int, error) {
 	dir, err := os.MkdirTemp(treeBase(), "efap2p-sim-")
 	if err != nil {
@@ -95,8 +96,13 @@ func Run(m *models.Machine, command []string, opt RunOptions) (int, error) {
 // it: 128+N for a signal N, 127 when not found, 126 when not runnable.
 // SIGTERM and SIGHUP sent to efap2p are passed on; SIGINT and SIGQUIT
 // come from the terminal to the whole process group, so efap2p only
-// outlives them to clean up.
+// outlives them to clean up. If efap2p is killed outright, the command
+// is killed with it.
 func runChild(command []string, env []string, opt RunOptions) (int, error) {
+	// the kernel sends Pdeathsig when the thread that forked exits, not the
+	// process: keep this goroutine on that thread until the command is done
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	cmd := exec.Command(command[0], command[1:]...)
 	// the command is looked for on the emulated host's PATH, as a shell
 	// inside it would (the tree's BinDir first)
@@ -104,6 +110,10 @@ func runChild(command []string, env []string, opt RunOptions) (int, error) {
 		cmd.Path, cmd.Err = p, nil
 	}
 	cmd.Env = env
+	// The command lives on the emulated host this process holds: if this
+	// process is killed outright (a CI job's timeout, SIGKILL), the host is
+	// gone, and a command left behind would spin on a device nobody serves.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.Stdin = opt.Stdin
 	cmd.Stdout = opt.Stdout
 	cmd.Stderr = opt.Stderr
