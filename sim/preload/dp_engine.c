@@ -258,7 +258,9 @@ static struct dp_peerent *peer_get(struct dp_qp *qp, const uint8_t gid[FAB_GID_L
 	for (pe = qp->peers[b]; pe; pe = pe->hnext)
 		if (pe->qpn == qpn && !memcmp(pe->gid, gid, FAB_GID_LEN))
 			break;
-	if (pe && pe->fp && fab_peer_alive_fast(pe->fp))
+	/* a peer found dead (its process gone, or its QPN given to a new
+	 * QP, which marks the old file) is looked up again */
+	if (pe && pe->fp && pe->alive > 0 && fab_peer_alive_fast(pe->fp))
 		return pe;
 	if (!pe) {
 		pe = calloc(1, sizeof(*pe));
@@ -498,7 +500,11 @@ static int tx_op(struct dp_qp *qp, struct dp_op *op, uint64_t now)
 		}
 		op->peer_nonce = op->peer->nonce;
 	}
-	if (op->peer->nonce != op->peer_nonce || !fab_peer_alive_fast(op->peer->fp)) {
+	/* the peer went while the op waited (an RNR retry): a failed lookup
+	 * left the entry without a file, a new QP of that number has another
+	 * nonce */
+	if (!op->peer->fp || op->peer->nonce != op->peer_nonce ||
+	    !fab_peer_alive_fast(op->peer->fp)) {
 		complete_tx(qp, op, srd ? ST_REM_BAD_DEST_QPN : ST_OK);
 		return 1;
 	}
@@ -605,6 +611,12 @@ static void resp_queue(struct dp_qp *qp, uint8_t type, uint16_t status, const st
 	r->op = p->op;
 	r->dst_qpn = p->src_qpn;
 	r->pe = peer_get(qp, p->src_gid, p->src_qpn, &st);
+	if (r->pe && r->pe->nonce != p->src_nonce) {
+		/* a requester we knew by an older QP of that number: the cached
+		 * file is stale (its owner died), look it up again */
+		r->pe->alive = 0;
+		r->pe = peer_get(qp, p->src_gid, p->src_qpn, &st);
+	}
 	if (!r->pe || r->pe->nonce != p->src_nonce) {
 		free(r); /* the requester is gone: nobody to answer */
 		return;
@@ -838,7 +850,9 @@ static struct dp_mr *rkey_mr(struct dp_qp *qp, const struct fab_pkt *p, uint32_t
 	struct dp_mr *mr = dp_mr_lookup(qp->ctx, p->rkey, qp->pd);
 	uint64_t off;
 
-	if (!mr || (mr->access & access) != access || dp_mr_range(mr, p->raddr, len, &off))
+	/* an rkey is the whole 32 bits (a WQE's lkey field has 24) */
+	if (!mr || mr->key != p->rkey || (mr->access & access) != access ||
+	    dp_mr_range(mr, p->raddr, len, &off))
 		return NULL;
 	return mr;
 }

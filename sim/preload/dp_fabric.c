@@ -19,7 +19,9 @@
  *
  * Files are created under a temporary name and renamed into place, so a
  * sender that still maps the file of a destroyed QP never sees the next
- * QP of that number. Everything is plain shared memory with C11 atomics.
+ * QP of that number; the QP that takes the number of one whose process
+ * died marks the dead one's file so, for the peers that still map it.
+ * Everything is plain shared memory with C11 atomics.
  *
  * The files are opened, locked, mapped and closed with system calls, never
  * through libc's names: those are the library's own interposers, a layer
@@ -300,6 +302,34 @@ static uint8_t *slot_at(uint8_t *base, const struct fab_qp_hdr *h, int port, uin
 	return base + FAB_HDR_BYTES + ((size_t)port * h->nslots + (n % h->nslots)) * h->slot_size;
 }
 
+/*
+ * The file of a QP whose process died without destroying it still says
+ * "live" to the peers that map it; the new QP of that number (it holds the
+ * number's lock, so the old owner is gone) says otherwise before taking
+ * the name, so that they look the number up again.
+ */
+static void mark_dead(const char *path, const uint8_t gid[FAB_GID_LEN], uint32_t qpn)
+{
+	struct fab_qp_hdr *h;
+	struct stat st;
+	int fd = sys_open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	if (syscall(SYS_newfstatat, fd, "", &st, AT_EMPTY_PATH) == 0 && S_ISREG(st.st_mode) &&
+	    (size_t)st.st_size >= FAB_HDR_BYTES) {
+		h = sys_mmap_shared(fd, 4096);
+		if (h != MAP_FAILED) {
+			if (h->magic == FAB_MAGIC_QP && h->qpn == qpn && !memcmp(h->gid, gid, FAB_GID_LEN) &&
+			    atomic_exchange_explicit(&h->live, 0, memory_order_acq_rel))
+				efasim_trace("QP %u: the file of a departed QP of that number marked dead",
+					     qpn);
+			munmap(h, 4096);
+		}
+	}
+	efasim_sys_close(fd);
+}
+
 int fab_qp_create(const uint8_t gid[FAB_GID_LEN], uint32_t max_qp, uint32_t type,
 		  uint32_t max_payload, struct fab_qpfile **out, uint32_t *qpn_out)
 {
@@ -358,6 +388,7 @@ int fab_qp_create(const uint8_t gid[FAB_GID_LEN], uint32_t max_qp, uint32_t type
 	memcpy(q->hdr->gid, gid, FAB_GID_LEN);
 	memcpy(q->hdr->engine, own_engine, sizeof(q->hdr->engine));
 	atomic_store_explicit(&q->hdr->live, 1, memory_order_release);
+	mark_dead(q->path, gid, qpn);
 	if (rename(tmp, q->path))
 		goto err_map;
 	d->owned[qpn] = 1;
