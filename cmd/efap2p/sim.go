@@ -49,7 +49,10 @@ Running a command:
   host number, held while it runs), whose EFA devices have GIDs of their
   own (the fifth group of each GID is the host number), and the programs of
   every host reach each other's QPs. What departed processes left in DIR is
-  removed when a host ends.
+  removed when a host ends. DIR must be yours and writable by nobody else,
+  nor any directory above it except sticky ones (/tmp), as ssh wants of
+  ~/.ssh: another user who could write it could plant the files the devices
+  open and inject packets, so such a DIR is refused.
 
   The library is looked for in $EFASIM_LIBRARY, then next to the efap2p
   executable (the build tree), then in the efap2p/ directory of the libdir
