@@ -182,6 +182,7 @@ func (w *treeWriter) efa(i int, f *Function) {
 	fnDir := w.devDir[f.Addr]
 	ib := filepath.Join(fnDir, "infiniband", at.IBDev)
 	w.mkdir(filepath.Join(ib, "ports/1/gids"))
+	w.mkdir(filepath.Join(ib, "ports/1/pkeys"))
 	w.mkdir(filepath.Join(ib, "ports/1/gid_attrs/types"))
 	w.mkdir(filepath.Join(ib, "ports/1/gid_attrs/ndevs"))
 	for _, a := range [][2]string{
@@ -202,6 +203,9 @@ func (w *treeWriter) efa(i int, f *Function) {
 		{"ports/1/lid_mask_count", "0"},
 		{"ports/1/cap_mask", "0x00000000"},
 		{"ports/1/gids/0", at.GID},
+		// efa_query_pkey: one entry, the default full-membership key
+		// (UCX refuses a device whose pkey it cannot read)
+		{"ports/1/pkeys/0", "0xffff"},
 		{"ports/1/gid_attrs/types/0", "IB/RoCE v1"},
 		{"ports/1/gid_attrs/ndevs/0", ""},
 	} {

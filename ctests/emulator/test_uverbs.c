@@ -198,6 +198,14 @@ static void check_query(struct ibv_context *ctx, const struct nic_expect *e)
 	CHECK_EQ(pa.link_layer, IBV_LINK_LAYER_UNSPECIFIED);
 	CHECK_ERR(ibv_query_port(ctx, 2, &pa), EINVAL);
 	CHECK(ibv_query_gid(ctx, 1, 0, &gid) == 0, "query_gid");
+	/* efa_query_pkey: index 0 is 0xffff, there is no other */
+	{
+		__be16 pkey = 0;
+
+		CHECK(ibv_query_pkey(ctx, 1, 0, &pkey) == 0 && pkey == htobe16(0xffff),
+		      "query_pkey 0: %#x", be16toh(pkey));
+		CHECK(ibv_query_pkey(ctx, 1, 1, &pkey) != 0, "query_pkey 1 answered");
+	}
 	CHECK_EQ(be64toh(gid.global.interface_id), (e->guid << 16) | 1);
 	memset(&ea, 0xff, sizeof(ea));
 	rc = efadv_query_device(ctx, &ea, sizeof(ea));
