@@ -28,6 +28,7 @@
  */
 #include "engine.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -38,6 +39,8 @@
 #include <unistd.h>
 
 #define BUDGET 64
+#define DRIVEN_NS 2000000ull /* the program called a hook this recently */
+#define DRIVEN_NAP_NS 500000L
 #define SCAN_NS 20000000ull      /* timers: every 20 ms */
 #define STALL_NS 100000000ull    /* no reply for 100 ms: is the peer alive? */
 #define GIVEUP_NS 30000000000ull /* alive but silent for 30 s */
@@ -165,6 +168,44 @@ static void op_move(struct dp_qp *qp, struct dp_op *o, uint8_t stage)
 
 /* ------------------------------------------------------------ CQ */
 
+/* The event of an armed CQ: one per arm (its sequence number). */
+static void cq_event(struct dp_cq *cq)
+{
+	uint32_t db, sn;
+
+	if (!cq->channel || !cq->notify)
+		return;
+	db = *cq->db;
+	sn = (db >> EFA_CQ_DB_SN_SHIFT) & 3;
+	if (!cq->armed && (!(db & EFA_CQ_DB_ARM) || cq->fired_sn == sn + 1))
+		return;
+	cq->armed = false;
+	cq->fired_sn = sn + 1;
+	cq->notify(cq);
+}
+
+/*
+ * A CQE with no free entry for it: certain when the hooks count what the
+ * program polled (a poll in progress may take entries not yet counted).
+ * The CQ is then in error, as the device puts it: the kernel reports
+ * IBV_EVENT_CQ_ERR on the context's async file, and what completes later
+ * is lost.
+ */
+static bool cq_full(struct dp_cq *cq)
+{
+	if (cq->overrun)
+		return true;
+	if (!cq->counted || cq->produced - cq->consumed < cq->depth + cq->polling)
+		return false;
+	cq->overrun = true;
+	efasim_warn("CQ %u overrun: %u completions not polled in a CQ of %u entries; the CQ is in "
+		    "error (IBV_EVENT_CQ_ERR) and later completions are lost", cq->handle,
+		    cq->produced - cq->consumed, cq->depth);
+	if (cq->error)
+		cq->error(cq);
+	return true;
+}
+
 static void cq_write(struct dp_cq *cq, const struct efa_cqe *e)
 {
 	uint32_t idx = cq->produced & (cq->depth - 1);
@@ -177,6 +218,7 @@ static void cq_write(struct dp_cq *cq, const struct efa_cqe *e)
 	memcpy(slot + 4, (uint8_t *)&t + 4, cq->entry_size - 4);
 	__atomic_store_n(slot + 3, t.flags, __ATOMIC_RELEASE);
 	cq->produced++;
+	cq_event(cq);
 	if (efasim_trace_level() >= 2)
 		efasim_trace("CQ %u entry %u: QP %u %s req_id %u status %u length %u", cq->handle, idx,
 			     e->qp_num, (e->flags >> EFA_CQE_QTYPE_SHIFT & 3) == EFA_QTYPE_SEND ? "send" : "recv",
@@ -192,7 +234,7 @@ static void cq_write(struct dp_cq *cq, const struct efa_cqe *e)
  */
 static void cq_post(struct dp_cq *cq, const struct efa_cqe *e)
 {
-	if (cq)
+	if (cq && !cq_full(cq))
 		cq_write(cq, e);
 }
 
@@ -484,6 +526,39 @@ static int gather(struct dp_qp *qp, struct dp_op *op, uint8_t *dst, uint64_t off
 	return ST_OK;
 }
 
+/*
+ * A UD send to an address no device has, or to a QPN that is not there,
+ * completes and is lost, as on the device; the program then waits for
+ * ever, so the first of each kind is said whatever EFASIM_TRACE says. GID
+ * :: is an address handle made without a GRH (ibv_ud_pingpong without -g).
+ */
+static void lost_on_the_wire(const struct dp_qp *qp, const struct dp_op *op, int st)
+{
+	static const uint8_t zero[FAB_GID_LEN];
+	static bool said_zero, said_gid, said_qpn;
+	char gid[INET6_ADDRSTRLEN] = "?";
+	bool *said;
+	const char *why;
+
+	inet_ntop(AF_INET6, op->gid, gid, sizeof(gid));
+	if (!memcmp(op->gid, zero, FAB_GID_LEN)) {
+		said = &said_zero;
+		why = "an address handle without a GID (no GRH: does the program lack a GID "
+		      "index option, such as ibv_ud_pingpong's -g?)";
+	} else if (st == ST_REM_BAD_ADDRESS) {
+		said = &said_gid;
+		why = "no device of the fabric has that GID";
+	} else {
+		said = &said_qpn;
+		why = "no QP of that number there";
+	}
+	if (!*said || efasim_trace_on()) {
+		*said = true;
+		efasim_warn("QP %u: UD send to GID %s QPN %u dropped: %s; the send completes and "
+			    "nothing arrives, as on the device", qp->qpn, gid, op->dest_qpn, why);
+	}
+}
+
 /* One step of the op at the head of the TX queue: 1 progress, 0 blocked. */
 static int tx_op(struct dp_qp *qp, struct dp_op *op, uint64_t now)
 {
@@ -495,6 +570,8 @@ static int tx_op(struct dp_qp *qp, struct dp_op *op, uint64_t now)
 	if (!op->peer) {
 		op->peer = peer_get(qp, op->gid, op->dest_qpn, &st);
 		if (!op->peer) {
+			if (!srd)
+				lost_on_the_wire(qp, op, st);
 			complete_tx(qp, op, srd ? st : ST_OK); /* UD: lost on the wire */
 			return 1;
 		}
@@ -1258,24 +1335,121 @@ void dp_engine_del_cq(struct dp_cq *cq)
 	cq->next = cq->prev = NULL;
 }
 
+/* What the device does for one QP in a pass: what arrived, the replies
+ * owed, the SQ, the timers. */
+static int qp_pass(struct dp_qp *qp, uint64_t now)
+{
+	struct rx_ctx rx = { qp, now };
+	int work = 0;
+
+	work += fab_qp_poll(qp->inbox, BUDGET, rx_one, &rx);
+	work += resp_run(qp);
+	work += sq_fetch(qp);
+	work += tx_run(qp, now);
+	timers(qp, now, &work);
+	return work;
+}
+
 static int engine_pass(uint64_t now)
 {
-	struct rx_ctx rx = { NULL, now };
 	pid_t me = started_pid; /* the engine's process (fork: reset) */
 	struct dp_qp *qp;
 	int work = 0;
 
-	for (qp = qps; qp; qp = qp->next) {
-		if (qp->pid != me)
-			continue;
-		rx.qp = qp;
-		work += fab_qp_poll(qp->inbox, BUDGET, rx_one, &rx);
-		work += resp_run(qp);
-		work += sq_fetch(qp);
-		work += tx_run(qp, now);
-		timers(qp, now, &work);
-	}
+	for (qp = qps; qp; qp = qp->next)
+		if (qp->pid == me)
+			work += qp_pass(qp, now);
 	return work;
+}
+
+/* ------------------------------------------------------------ the program's calls */
+
+static atomic_bool hooked;         /* the program called a hook since the last look */
+static uint64_t driven_until;      /* the device thread's: driven mode lasts to then */
+static atomic_int waiters;         /* threads waiting for an event file */
+
+struct dp_qp *dp_qp_by_user_locked(uint64_t user_handle)
+{
+	struct dp_qp *qp;
+
+	for (qp = qps; qp; qp = qp->next)
+		if (qp->user_handle == user_handle)
+			return qp;
+	return NULL;
+}
+
+struct dp_cq *dp_cq_by_user_locked(uint64_t user_handle)
+{
+	struct dp_cq *cq;
+
+	for (cq = cqs; cq; cq = cq->next)
+		if (cq->user_handle == user_handle)
+			return cq;
+	return NULL;
+}
+
+void dp_qp_progress_locked(struct dp_qp *qp)
+{
+	if (qp->pid == efasim_pid() && qp->inbox)
+		qp_pass(qp, efasim_now_ns());
+}
+
+void dp_cq_progress_locked(struct dp_cq *cq)
+{
+	uint64_t now = efasim_now_ns();
+	pid_t me = efasim_pid();
+	struct dp_qp *qp;
+
+	for (qp = qps; qp; qp = qp->next)
+		if (qp->pid == me && qp->inbox && (qp->scq == cq || qp->rcq == cq))
+			qp_pass(qp, now);
+}
+
+void dp_cq_armed_locked(struct dp_cq *cq)
+{
+	uint32_t db = *cq->db;
+
+	if (!cq->channel)
+		return;
+	cq->armed = true;
+	/* the arm carries the consumer index: entries past it are unpolled */
+	if ((uint16_t)cq->produced != (uint16_t)(db & EFA_CQ_DB_CI_MASK))
+		cq_event(cq);
+}
+
+void dp_cq_poll_begin_locked(struct dp_cq *cq, uint32_t n)
+{
+	atomic_fetch_add_explicit(&cq->polling, n, memory_order_relaxed);
+}
+
+void dp_cq_poll_end(struct dp_cq *cq, uint32_t n, uint32_t got)
+{
+	/* consumed first: a device that reads polling after this reads it */
+	atomic_fetch_add_explicit(&cq->consumed, got, memory_order_release);
+	atomic_fetch_sub_explicit(&cq->polling, n, memory_order_release);
+}
+
+void dp_engine_hooked(void)
+{
+	if (!atomic_load_explicit(&hooked, memory_order_relaxed))
+		atomic_store_explicit(&hooked, true, memory_order_relaxed);
+}
+
+void dp_engine_waiting(bool on)
+{
+	atomic_fetch_add(&waiters, on ? 1 : -1);
+	if (on)
+		fab_engine_kick();
+}
+
+/* The program drives the device through the hooks: the device thread only
+ * keeps the timers and serves what comes while the program is busy
+ * elsewhere, so it naps without waking on every packet. */
+static bool program_drives(uint64_t now)
+{
+	if (atomic_exchange_explicit(&hooked, false, memory_order_relaxed))
+		driven_until = now + DRIVEN_NS;
+	return !atomic_load_explicit(&waiters, memory_order_relaxed) && now < driven_until;
 }
 
 static bool engine_pending(void)
@@ -1301,6 +1475,9 @@ static bool engine_pending(void)
  * process's last QP.
  * A sleeping engine is woken at once by a sender's futex wake, and a
  * sleeper that wakes is scheduled promptly (it has used little CPU).
+ * While the program calls the hooks (DRIVEN_NS), its own calls move the
+ * bytes: the engine naps DRIVEN_NAP_NS at a time without telling senders
+ * to wake it.
  */
 #define HOT_NS 5000000ull
 
@@ -1337,6 +1514,12 @@ static void *engine_main(void *arg)
 		}
 		if (!idle_since)
 			idle_since = now;
+		if (program_drives(now)) {
+			struct timespec ts = { 0, DRIVEN_NAP_NS };
+
+			nanosleep(&ts, NULL);
+			continue;
+		}
 		seq = fab_engine_prepare();
 		efasim_lock();
 		work = engine_pending();

@@ -756,7 +756,7 @@ int fab_peer_alive(struct fab_peer *p)
 
 	if (!atomic_load_explicit(&p->hdr->live, memory_order_acquire))
 		return 0;
-	if (p->hdr->owner_pid == (int32_t)getpid())
+	if (p->hdr->owner_pid == (int32_t)efasim_pid())
 		/* our own QP: the lock does not conflict with ourselves */
 		return p->dev->owned && p->qpn <= p->dev->max_qp && p->dev->owned[p->qpn] ? 1 : 0;
 	if (lock_byte(p->dev->fd, p->qpn, F_WRLCK, F_GETLK, &holder))
