@@ -17,6 +17,11 @@ type WriteOptions struct {
 	// ConfigBytes, when set, truncates every config file to that many
 	// bytes: 64 shows the tree as a process without CAP_SYS_ADMIN sees it.
 	ConfigBytes int
+	// Unprivileged writes the tree as a process without CAP_SYS_ADMIN
+	// sees it: config files of 64 bytes (pci_read_config gives it no
+	// more) and the files only root may read (the ACPI tables) unreadable
+	// to their owner too.
+	Unprivileged bool
 	// Host is this tree's host number in a fabric of emulated hosts (0:
 	// alone); it goes into the GIDs and node GUIDs of its EFA devices
 	// (HostGID, HostGUID).
@@ -159,7 +164,11 @@ func (w *treeWriter) function(parentDir string, f *Function) {
 		w.file(filepath.Join(d, a[0]), a[1]+"\n")
 	}
 	cfg := w.m.ConfigSpace(f)
-	if n := w.opt.ConfigBytes; n > 0 && n < len(cfg) {
+	n := w.opt.ConfigBytes
+	if w.opt.Unprivileged && (n == 0 || n > 64) {
+		n = 64
+	}
+	if n > 0 && n < len(cfg) {
 		cfg = cfg[:n]
 	}
 	w.file(filepath.Join(d, "config"), string(cfg))
@@ -236,9 +245,16 @@ func (w *treeWriter) acpiTables() {
 	}
 	d := filepath.Join(w.dir, "firmware/acpi/tables")
 	w.mkdir(d)
+	mode := os.FileMode(0o400)
+	if w.opt.Unprivileged {
+		mode = 0 // the tree's owner is not root: unreadable, as to anyone but root
+	}
 	for _, sig := range []string{"HMAT", "SRAT"} {
 		if w.err == nil {
 			w.err = os.WriteFile(filepath.Join(d, sig), w.m.ACPITable(sig), 0o400)
+		}
+		if w.err == nil {
+			w.err = os.Chmod(filepath.Join(d, sig), mode)
 		}
 	}
 }

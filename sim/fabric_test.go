@@ -234,3 +234,61 @@ func TestCheckFabricDir(t *testing.T) {
 		}
 	}
 }
+
+// A tree whose host is gone (its lock free) is removed; a running host's,
+// one being written and another user's are left alone.
+func TestCleanTrees(t *testing.T) {
+	base := t.TempDir()
+	mk := func(name string, whole bool) string {
+		d := filepath.Join(base, name)
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if whole {
+			if err := os.WriteFile(filepath.Join(d, EmulatorConfigName), []byte("efasim 1\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return d
+	}
+	dead := mk(treePrefix+"dead", true)
+	running := mk(treePrefix+"running", true)
+	young := mk(treePrefix+"young", false)
+	old := mk(treePrefix+"old", true) // an older efap2p's: no lock file
+	other := mk("not-a-tree", true)
+	for _, d := range []string{dead, young} {
+		l, err := lockTree(d, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Close() // the host is gone
+	}
+	lock, err := lockTree(running, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	gone := CleanTrees(base)
+	if len(gone) != 1 || gone[0] != dead {
+		t.Errorf("removed %v, want only %s", gone, dead)
+	}
+	for d, want := range map[string]bool{dead: false, running: true, young: true, old: true, other: true} {
+		_, err := os.Stat(d)
+		if got := err == nil; got != want {
+			t.Errorf("%s: present %v, want %v", filepath.Base(d), got, want)
+		}
+	}
+	if os.Geteuid() == 0 {
+		theirs := mk(treePrefix+"theirs", true)
+		if l, err := lockTree(theirs, true); err == nil {
+			l.Close()
+		}
+		if err := os.Chown(theirs, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		CleanTrees(base)
+		if _, err := os.Stat(theirs); err != nil {
+			t.Errorf("another user's tree was removed")
+		}
+	}
+}

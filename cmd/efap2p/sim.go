@@ -42,7 +42,11 @@ Running a command:
   release (its "kernel", default latest), so that the oracle inside decides
   by the emulated host's rules; EFASIM_TRACE=1 makes the library log each
   emulated call on stderr. The tree is removed when COMMAND ends, unless
-  --keep is given (then its path is printed on stderr).
+  --keep is given (then its path is printed on stderr); the tree of an
+  efap2p sim killed before it could (SIGKILL) is removed by the next one. Run without
+  CAP_SYS_ADMIN (not as root), the tree is the one such a process sees: PCI
+  config files of 64 bytes (so the ACS state is unknown) and ACPI tables it
+  cannot read; root sees them whole.
 
   --fabric DIR makes the host one of several sharing the fabric directory
   DIR: each efap2p sim given the same DIR is another host (the lowest free
