@@ -3,6 +3,7 @@
 #   make deps     install the Debian packages and Go modules (needs root or sudo)
 #   make build    build/efap2p, build/libefasim.so, build/libefap2p.so ...
 #   make test     go vet + gofmt check + go test + ctest (the README's test command)
+#   make test-programs  perftest, qperf, Open MPI, fabtests checks over the emulator
 #   make run      the main job on the embedded default machine (p5.48xlarge)
 #   make bench    benchmarks, written to BENCHMARKS.md
 #   make install  PREFIX (/usr/local), LIBDIR and DESTDIR: libefap2p, its Go
@@ -39,7 +40,7 @@ APT_PACKAGES = libibverbs-dev ibverbs-providers ibverbs-utils python3-pyverbs \
 	cmake pkg-config gcc g++ make valgrind graphviz \
 	build-essential debhelper dpkg-dev lintian man-db \
 	libcap2-bin util-linux prometheus pciutils \
-	libfabric-bin
+	libfabric-bin libfabric-dev openmpi-bin libopenmpi-dev perftest qperf
 # The tool, as the Makefile and CMake build it: a PIE linked with libc by
 # the C linker (as Debian wants binaries), its version and the libdir it
 # is installed to written in.
@@ -52,7 +53,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Tests write many small sysfs trees: on tmpfs when the machine has one.
 TEST_TMPDIR ?= $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm || echo $${TMPDIR:-/tmp})
 
-.PHONY: all deps build go-build c-build test go-test c-test vet run bench install uninstall deb clean fuzz
+.PHONY: all deps build go-build c-build test test-programs go-test c-test vet run bench install uninstall deb clean fuzz
 
 all: build
 
@@ -87,7 +88,13 @@ go-test: go-build
 
 # The C suites run programs inside `efap2p sim`: they need build/efap2p too.
 c-test: go-build c-build
-	cd $(BUILD)/cmake && ctest --output-on-failure
+	cd $(BUILD)/cmake && ctest --output-on-failure -LE programs
+
+# Programs nobody here wrote over the emulator (perftest, qperf, Open MPI,
+# ibv_ud_pingpong, the fabtests checks), one emulated host and two: minutes,
+# so not in `make test`; .ci/run runs them.
+test-programs: go-build c-build
+	cd $(BUILD)/cmake && ctest --output-on-failure -L programs
 
 test: vet go-test c-test
 

@@ -170,8 +170,11 @@ int efasim_cmd_reg_mr(struct efasim_wcall *c)
 	if (!c->uv->has_ctx)
 		return -EINVAL;
 	rc = efasim_mr_access(c->dev, cmd.access_flags);
-	if (rc)
+	if (rc) {
+		efasim_trace("uverbs%d REG_MR: access flags %#x refused by the device (%s)", c->dev->index,
+			     cmd.access_flags, efasim_errname(-rc));
 		return rc;
+	}
 	if (!efasim_obj_lookup(c->uv, cmd.pd_handle, &efasim_pd_type, &err))
 		return -EINVAL; /* uobj_get_obj_read gives no reason */
 	rc = efasim_udata_in_cleared(c);
