@@ -92,7 +92,9 @@ func Export(o *p2p.Oracle, src *p2p.Sysfs, opts ExportOptions) (*p2p.TopologyFil
 			if err != nil {
 				return nil, err
 			}
-			if !v.Certain {
+			// The file records map types: a kernel-safe guess is not one,
+			// even where the outcome would be the same.
+			if !v.Exact {
 				uncertain = append(uncertain, p.Addr.String()+" -> "+c.Addr.String())
 			}
 			tf.Pairs = append(tf.Pairs, p2p.TopoPair{

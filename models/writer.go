@@ -38,16 +38,19 @@ const (
 // Write writes the model as a sysfs tree under dir (created if needed),
 // shaped as the kernel shapes /sys.
 func (m *Machine) Write(dir string, opt WriteOptions) error {
-	w := &treeWriter{m: m, dir: dir, opt: opt, devDir: map[p2p.Addr]string{}}
+	w := &treeWriter{m: m, dir: dir, opt: opt, devDir: map[p2p.Addr]string{}, lay: m.layout()}
+	w.nodeCPUs = w.lay.sortedNodeCPUs()
 	return w.write()
 }
 
 type treeWriter struct {
-	m      *Machine
-	dir    string
-	opt    WriteOptions
-	devDir map[p2p.Addr]string // absolute directory of each function
-	err    error
+	m        *Machine
+	dir      string
+	opt      WriteOptions
+	devDir   map[p2p.Addr]string // absolute directory of each function
+	lay      cpuLayout
+	nodeCPUs [][]int // each NUMA node's CPUs, in order
+	err      error
 }
 
 func (w *treeWriter) write() error {
@@ -59,6 +62,7 @@ func (w *treeWriter) write() error {
 	}
 	w.rootBuses()
 	w.file(filepath.Join(w.dir, "devices/system/cpu/modalias"), w.m.CPU.Modalias()+"\n")
+	w.cpus()
 	w.file(filepath.Join(w.dir, "class/infiniband_verbs/abi_version"), "6\n")
 	for i, f := range w.m.EFANICs() {
 		w.efa(i, f)
@@ -161,17 +165,33 @@ func (w *treeWriter) function(parentDir string, f *Function) {
 			[2]string{"max_link_width", fmt.Sprintf("%d", f.Link.Width)})
 	}
 	for _, a := range attrs {
-		w.file(filepath.Join(d, a[0]), a[1]+"\n")
+		// numa_node is writable by root (pci-sysfs.c numa_node_store),
+		// as a booted kernel shows it.
+		mode := os.FileMode(0o444)
+		if a[0] == "numa_node" {
+			mode = 0o644
+		}
+		w.fileMode(filepath.Join(d, a[0]), a[1]+"\n", mode)
 	}
+	w.localCPUs(d, f)
+	// lspci reads irq and resource for every function; the model has no
+	// interrupt lines or BARs, so: no IRQ, every resource empty (13 lines,
+	// 17 for a bridge's windows, as pci-sysfs writes them)
+	w.file(filepath.Join(d, "irq"), "0\n")
+	n := 13
+	if f.Kind != KindEndpoint && f.Kind != KindIntegrated && f.Kind != KindHostBridge {
+		n = 17
+	}
+	w.file(filepath.Join(d, "resource"), strings.Repeat("0x0000000000000000 0x0000000000000000 0x0000000000000000\n", n))
 	cfg := w.m.ConfigSpace(f)
-	n := w.opt.ConfigBytes
-	if w.opt.Unprivileged && (n == 0 || n > 64) {
-		n = 64
+	keep := w.opt.ConfigBytes
+	if w.opt.Unprivileged && (keep == 0 || keep > 64) {
+		keep = 64
 	}
-	if n > 0 && n < len(cfg) {
-		cfg = cfg[:n]
+	if keep > 0 && keep < len(cfg) {
+		cfg = cfg[:keep]
 	}
-	w.file(filepath.Join(d, "config"), string(cfg))
+	w.fileMode(filepath.Join(d, "config"), string(cfg), 0o644)
 	w.link(filepath.Join(w.dir, "bus/pci/devices", f.Addr.String()), d)
 	if f.Driver != "" {
 		drv := filepath.Join(w.dir, "bus/pci/drivers", f.Driver)
@@ -179,6 +199,14 @@ func (w *treeWriter) function(parentDir string, f *Function) {
 		w.link(filepath.Join(d, "driver"), drv)
 		w.link(filepath.Join(drv, f.Addr.String()), d)
 	}
+}
+
+// portState is what ib_core writes in a port's state and phys_state, by
+// the model's port_state.
+var portState = map[string][2]string{
+	"":       {"4: ACTIVE", "5: LinkUp"},
+	"ACTIVE": {"4: ACTIVE", "5: LinkUp"},
+	"DOWN":   {"1: DOWN", "3: Disabled"},
 }
 
 // efa writes the RDMA class entries of the i-th EFA NIC, as ib_core and
@@ -203,8 +231,8 @@ func (w *treeWriter) efa(i int, f *Function) {
 		{"board_id", at.BoardID},
 		{"node_desc", at.IBDev},
 		{"hca_type", ""},
-		{"ports/1/state", "4: ACTIVE"},
-		{"ports/1/phys_state", "5: LinkUp"},
+		{"ports/1/state", portState[at.PortState][0]},
+		{"ports/1/phys_state", portState[at.PortState][1]},
 		{"ports/1/link_layer", "Unspecified"},
 		{"ports/1/rate", "100 Gb/sec (4X EDR)"},
 		{"ports/1/lid", "0x0"},
@@ -265,9 +293,11 @@ func (w *treeWriter) mkdir(d string) {
 	}
 }
 
-func (w *treeWriter) file(p, content string) {
+func (w *treeWriter) file(p, content string) { w.fileMode(p, content, 0o444) }
+
+func (w *treeWriter) fileMode(p, content string, mode os.FileMode) {
 	if w.err == nil {
-		w.err = os.WriteFile(p, []byte(content), 0o444)
+		w.err = os.WriteFile(p, []byte(content), mode)
 	}
 }
 

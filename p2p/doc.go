@@ -10,13 +10,17 @@
 //
 // OpenSysfs reads a sysfs tree (SysfsRoot: /sys, or $SYSFS_PATH as
 // libibverbs takes it), NewTopology builds the PCI model on it lazily, and
-// NewOracleWith answers over it:
+// NewOracle answers over it with the defaults of the library and the tool
+// (the machine's topology file, the kernel release $EFAP2P_KERNEL names):
 //
 //	src, err := p2p.OpenSysfs(p2p.SysfsRoot())
 //	...
-//	o := p2p.NewOracleWith(p2p.NewTopology(src), p2p.Options{TopologyFiles: p2p.TopologyFileCandidates()})
+//	o := p2p.NewOracle(p2p.NewTopology(src))
 //	v, err := o.Verdict(gpu, nic) // provider, client
 //	if v.P2P() { ... }
+//
+// Defaults turns each default off (Defaults{NoBootFile: true}.Options);
+// NewOracleWith takes only what its Options say.
 //
 // Only the functions on the paths asked about are read, and of their
 // config space only the dwords the rule needs: on a virtual machine each
@@ -36,8 +40,11 @@
 // Release whose rules decided, where the verdict came from (VerdictSource:
 // an operator's or the boot-time TopologyFile, the ACPI HMAT, or
 // computed), and a reason a person can act on. What cannot be read (config
-// space without root) is not guessed: the verdict says it is not Certain
-// and takes the kernel-safe branch.
+// space without root) is not guessed: the verdict is not Exact, takes the
+// kernel-safe branch for its map type, and names what it could not read;
+// it is Certain still when the outcome is the same under every value that
+// could have (an exporter that does not ask the kernel, a CPU rule that
+// allows the detour anyway).
 //
 // An Oracle caches every verdict for the life of the process, as the
 // kernel caches its own, and is safe for concurrent use. The *Verdict it

@@ -49,6 +49,9 @@ type TopoMachine struct {
 	// Kernel is the kernel release the verdicts were decided for (uname
 	// -r); "" for a file meant for any kernel.
 	Kernel string `json:"kernel"`
+	// KernelConfig is whether that kernel has PCI_P2PDMA, as the writer
+	// found out (absent when it could not tell).
+	KernelConfig *KernelConfig `json:"kernel_config,omitempty"`
 	// BootID binds a file written at boot to that boot
 	// (/proc/sys/kernel/random/boot_id): a reader of another boot ignores
 	// it. "" for an operator's file, which outlives boots.
@@ -159,6 +162,9 @@ func ParseTopologyFile(data []byte, name string) (*TopologyFile, error) {
 		if _, _, ok := parseDeviceID(f.ID); !ok {
 			return nil, topoErrorf(nil, "%s:%d: machine.functions[%d]: id %q is not vendor:device in hex", name, lineOfIndex(data, "machine", "functions", i), i, f.ID)
 		}
+	}
+	if k := tf.Machine.KernelConfig; k != nil && k.P2PDMA == BuiltUnknown {
+		return nil, topoErrorf(nil, "%s:%d: machine.kernel_config: pci_p2pdma is \"y\" or \"n\" (leave kernel_config out when it is not known)", name, lineOfIndex(data, "", "machine", 0))
 	}
 	seen := make(map[pair]bool, len(tf.Pairs))
 	for i, p := range tf.Pairs {
@@ -278,10 +284,11 @@ type topoIndex struct {
 	pairs   map[pair]*TopoPair
 	blocked map[Addr]*TopoNIC
 	accels  []Addr
+	kconfig *KernelConfig // what the writer knew of the kernel's config
 }
 
 func newTopoIndex(tf *TopologyFile, name string) *topoIndex {
-	ix := &topoIndex{name: name, pairs: map[pair]*TopoPair{}, blocked: map[Addr]*TopoNIC{}}
+	ix := &topoIndex{name: name, pairs: map[pair]*TopoPair{}, blocked: map[Addr]*TopoNIC{}, kconfig: tf.Machine.KernelConfig}
 	for i := range tf.Pairs {
 		p := &tf.Pairs[i]
 		ix.pairs[pair{p.Provider, p.Client}] = p
@@ -303,8 +310,11 @@ func (ix *topoIndex) verdict(tp *TopoPair) *Verdict {
 		Provider: tp.Provider, Client: tp.Client,
 		MapType: tp.MapType, Distance: tp.Distance, Path: tp.Path,
 		Rule: RuleTopologyFile, ACSRedirect: append([]Addr{}, tp.ACSRedirect...),
-		Certain: true, Policy: tp.Policy, Outcome: tp.Outcome,
+		Exact: true, Certain: true, Policy: tp.Policy, Outcome: tp.Outcome,
 		Source: SourceTopologyFile, fig: fixedFigures(tp.BandwidthMBs, tp.LatencyNs),
+	}
+	if ix.kconfig != nil {
+		v.KernelP2PDMA = ix.kconfig.P2PDMA
 	}
 	v.Reason = fmt.Sprintf("The topology file %s records this pair as %s (%s, distance %d).", ix.name, tp.Outcome, tp.MapType, tp.Distance)
 	if tp.Reason != "" {

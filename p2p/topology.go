@@ -29,27 +29,26 @@ type Attrs struct {
 
 // IsAccelerator reports whether the function is a GPU or an accelerator
 // whose memory a NIC would DMA into: PCI class 0x03 (display) or 0x12
-// (processing accelerator), or an AWS Neuron device (Inferentia,
-// Trainium) whatever its class.
+// (processing accelerator), but not a display controller that is only a
+// framebuffer (a hypervisor's or a BMC's VGA), or an AWS Neuron device
+// (Inferentia, Trainium) whatever its class.
 func (a Attrs) IsAccelerator() bool {
-	return pciclass.IsAccelerator(a.Class) || pciclass.IsNeuron(a.Vendor, a.Device)
+	return pciclass.IsAccelerator(a.Class, a.Vendor, a.Device)
 }
 
 // isAccelerator reports an accelerator by class, reading the function's
-// IDs only for a class a Neuron device might have.
+// IDs only where the class does not decide (a display controller, a class
+// a Neuron device might have).
 func (f *Function) isAccelerator() bool {
 	c, err := f.Class()
 	if err != nil {
 		return false
 	}
-	if pciclass.IsAccelerator(c) {
-		return true
-	}
-	if !pciclass.MaybeNeuron(c) {
-		return false
+	if accel, decided := pciclass.ByClass(c); decided {
+		return accel
 	}
 	at, err := f.Attrs()
-	return err == nil && pciclass.IsNeuron(at.Vendor, at.Device)
+	return err == nil && at.IsAccelerator()
 }
 
 // IsBridge reports a PCI-to-PCI bridge (class 0x0604).
@@ -94,8 +93,8 @@ const (
 	X86VendorZhaoxin = 10
 )
 
-// VendorName returns "Intel", "AMD", ... for an x86 CPU.
-func (c CPU) VendorName() string {
+// vendorName returns "Intel", "AMD", ... for an x86 CPU.
+func (c CPU) vendorName() string {
 	if c.Arch != "x86" {
 		return c.Arch
 	}
@@ -112,9 +111,9 @@ func (c CPU) VendorName() string {
 	return fmt.Sprintf("x86 vendor %d", c.Vendor)
 }
 
-// SupportsP2P is the kernel's cpu_supports_p2pdma: an AMD CPU of family
+// supportsP2P is the kernel's cpu_supports_p2pdma: an AMD CPU of family
 // 0x17 (Zen) or later.
-func (c CPU) SupportsP2P() bool {
+func (c CPU) supportsP2P() bool {
 	return c.Known && c.Arch == "x86" && c.Vendor == X86VendorAMD && c.Family >= 0x17
 }
 

@@ -63,8 +63,8 @@ var pathClassNames = []string{"UNKNOWN", "LOC", "PIX", "PXB", "PHB", "NODE", "SY
 // String returns the NCCL / nvidia-smi name, "PIX".
 func (p PathClass) String() string { return enumName(pathClassNames, p, "PathClass") }
 
-// ParsePathClass parses the names String returns.
-func ParsePathClass(s string) (PathClass, error) {
+// parsePathClass parses the names String returns.
+func parsePathClass(s string) (PathClass, error) {
 	return enumParse[PathClass](pathClassNames, s, "path class", "LOC, PIX, PXB, PHB, NODE or SYS")
 }
 
@@ -73,7 +73,7 @@ func (p PathClass) MarshalText() ([]byte, error) { return []byte(p.String()), ni
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (p *PathClass) UnmarshalText(b []byte) error {
-	v, err := ParsePathClass(string(b))
+	v, err := parsePathClass(string(b))
 	*p = v
 	return err
 }
@@ -103,9 +103,12 @@ const (
 	RuleACPI
 	// RuleTopologyFile: an operator's topology file gave the verdict.
 	RuleTopologyFile
+	// RuleNoP2PDMA: the kernel is built without PCI_P2PDMA, so its
+	// pci_p2pdma_distance is the stub that refuses every pair.
+	RuleNoP2PDMA
 )
 
-var ruleNames = []string{"none", "same-function", "common-upstream-bridge", "cpu-supports-p2pdma", "host-bridge-whitelist", "host-bridge-not-whitelisted", "acpi-hmat-p2p", "topology-file"}
+var ruleNames = []string{"none", "same-function", "common-upstream-bridge", "cpu-supports-p2pdma", "host-bridge-whitelist", "host-bridge-not-whitelisted", "acpi-hmat-p2p", "topology-file", "kernel-without-p2pdma"}
 
 // String returns a short kebab-case name, as in `explain --json`.
 func (r Rule) String() string { return enumName(ruleNames, r, "Rule") }
@@ -128,7 +131,7 @@ type Policy uint8
 const (
 	PolicyUnknown Policy = iota
 	// PolicyKernel: the exporter applies the kernel's distance check and
-	// refuses on failure (xe, vfio-pci, unknown or absent drivers).
+	// refuses on failure (habanalabs; unknown or absent drivers).
 	PolicyKernel
 	// PolicyAMDGPU: amdgpu applies the kernel's check but on failure
 	// migrates the buffer to system memory instead of refusing.
@@ -138,16 +141,28 @@ const (
 	// PolicyNeuron: the AWS Neuron driver lets any importer attach (one
 	// at a time) without a topology check.
 	PolicyNeuron
+	// PolicyXe: Intel's xe applies the kernel's check at attach and, on
+	// failure, moves the buffer to system memory; a buffer an importer
+	// pins stays in VRAM only from 6.19.
+	PolicyXe
+	// PolicyVFIO: vfio-pci exports BAR memory as dma-bufs from 6.19, to
+	// importers that can give their mappings back (revoke); an RDMA NIC's
+	// pinned registration cannot.
+	PolicyVFIO
+	// PolicyI915: i915 moves every buffer it exports to system memory at
+	// attach.
+	PolicyI915
 )
 
-var policyNames = []string{"unknown", "kernel", "amdgpu", "nvidia", "neuron"}
+var policyNames = []string{"unknown", "kernel", "amdgpu", "nvidia", "neuron", "xe", "vfio-pci", "i915"}
 
-// String returns "kernel", "amdgpu", "nvidia" or "neuron".
+// String returns "kernel", "amdgpu", "nvidia", "neuron", "xe", "vfio-pci"
+// or "i915".
 func (p Policy) String() string { return enumName(policyNames, p, "Policy") }
 
-// ParsePolicy parses the names String returns.
-func ParsePolicy(s string) (Policy, error) {
-	return enumParse[Policy](policyNames, s, "policy", "kernel, amdgpu, nvidia or neuron")
+// parsePolicy parses the names String returns.
+func parsePolicy(s string) (Policy, error) {
+	return enumParse[Policy](policyNames, s, "policy", "kernel, amdgpu, nvidia, neuron, xe, vfio-pci or i915")
 }
 
 // MarshalText implements encoding.TextMarshaler.
@@ -155,7 +170,7 @@ func (p Policy) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (p *Policy) UnmarshalText(b []byte) error {
-	v, err := ParsePolicy(string(b))
+	v, err := parsePolicy(string(b))
 	*p = v
 	return err
 }
@@ -179,8 +194,8 @@ var sourceNames = []string{"unknown", "computed", "acpi", "topology-file"}
 // String returns "computed", "acpi" or "topology-file".
 func (s VerdictSource) String() string { return enumName(sourceNames, s, "VerdictSource") }
 
-// ParseVerdictSource parses the names String returns.
-func ParseVerdictSource(s string) (VerdictSource, error) {
+// parseVerdictSource parses the names String returns.
+func parseVerdictSource(s string) (VerdictSource, error) {
 	return enumParse[VerdictSource](sourceNames, s, "source", "computed, acpi or topology-file")
 }
 
@@ -189,7 +204,7 @@ func (s VerdictSource) MarshalText() ([]byte, error) { return []byte(s.String())
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (s *VerdictSource) UnmarshalText(b []byte) error {
-	v, err := ParseVerdictSource(string(b))
+	v, err := parseVerdictSource(string(b))
 	*s = v
 	return err
 }

@@ -18,8 +18,12 @@ func init() {
 	register(&command{name: "sim", summary: "run a command inside an emulated EFA host; list and write machine models", run: runSim})
 }
 
-const simUsage = `Usage:
-  efap2p sim [--machine NAME | --model FILE] [--fabric DIR] [--keep] -- COMMAND [ARGS...]
+// simUsage is sim's --help text (a function: it names the installed
+// documents' paths).
+func simUsage() string {
+	return `Usage:
+  efap2p sim [--machine NAME | --model FILE] [--fabric DIR] [--keep]
+             -- COMMAND [ARGS...]
       run COMMAND inside an emulated EFA host
   efap2p sim list
       list the built-in machine models
@@ -39,14 +43,25 @@ Running a command:
   executed by an emulated device, between the processes of the host.
   EFASIM_CONFIG is removed from COMMAND's environment, so that the tree's
   efasim.conf is the one used; EFAP2P_KERNEL is set to the model's kernel
-  release (its "kernel", default latest), so that the oracle inside decides
-  by the emulated host's rules; EFASIM_TRACE=1 makes the library log each
+  release (its "kernel", default latest), and EFAP2P_KERNEL_CONFIG to the
+  tree's kernel.config (its "kernel_config": with PCI_P2PDMA or not), so
+  that the oracle inside decides by the emulated host's rules and kernel;
+  EFASIM_TRACE=1 makes the library log each
   emulated call on stderr. The tree is removed when COMMAND ends, unless
   --keep is given (then its path is printed on stderr); the tree of an
   efap2p sim killed before it could (SIGKILL) is removed by the next one. Run without
   CAP_SYS_ADMIN (not as root), the tree is the one such a process sees: PCI
   config files of 64 bytes (so the ACS state is unknown) and ACPI tables it
   cannot read; root sees them whole.
+
+  lspci, lstopo and efap2p topo inside show the emulated machine, its CPUs
+  and NUMA nodes: HWLOC_FSROOT names the tree for hwloc, and an lspci first
+  on PATH passes it to libpci (-O sysfs.path=TREE/bus/pci).
+
+  A program inside makes fake dma-bufs owned by the model's accelerators
+  with libefasim's efasim_dmabuf_create(), declared in
+    ` + headerFile("efasim.h") + `
+  What the emulator answers, and how: ` + docFile("emulator.md") + `
 
   --fabric DIR makes the host one of several sharing the fabric directory
   DIR: each efap2p sim given the same DIR is another host (the lowest free
@@ -74,6 +89,7 @@ Exit status:
   cannot be found, 126 when it cannot be run; 2 for bad usage, an unknown
   model or a missing library; 1 when the tree cannot be written.
 `
+}
 
 func runSim(args []string, stdout, stderr io.Writer) error {
 	sub, rest := splitSub(args)
@@ -97,7 +113,7 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 // simHelp is sim's --help: the usage, then the options of each form.
 func simHelp() error {
 	var b strings.Builder
-	b.WriteString(simUsage)
+	b.WriteString(simUsage())
 	fs, _, _, _ := simRunFlags()
 	b.WriteString("\nOptions of 'efap2p sim ... -- COMMAND':\n")
 	writeOptions(&b, fs)
@@ -115,7 +131,7 @@ type modelFlags struct {
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&m.machine, "machine", "", "built-in machine model `NAME` (default "+models.DefaultMachine+"; see 'efap2p sim list')")
-	fs.StringVar(&m.model, "model", "", "machine model `FILE` (JSON, see models/machines/README.md)")
+	fs.StringVar(&m.model, "model", "", "machine model `FILE` (JSON, its format: "+docFile("machine-models.md")+")")
 }
 
 func (m *modelFlags) load() (*models.Machine, error) {
@@ -159,7 +175,7 @@ func simRun(args []string, stdout, stderr io.Writer) error {
 	dash := slices.Index(args, "--")
 	if dash < 0 {
 		fset, _, _, _ := simRunFlags()
-		if err := parseFlags(fset, args, simUsage, stderr); err != nil {
+		if err := parseFlags(fset, args, simUsage(), stderr); err != nil {
 			if _, ok := err.(helpText); ok {
 				return simHelp()
 			}
@@ -168,7 +184,7 @@ func simRun(args []string, stdout, stderr io.Writer) error {
 		return usagef("put the command to run after --")
 	}
 	fset, mf, keep, fabric := simRunFlags()
-	if err := parseFlags(fset, args[:dash], simUsage, stderr); err != nil {
+	if err := parseFlags(fset, args[:dash], simUsage(), stderr); err != nil {
 		if _, ok := err.(helpText); ok {
 			return simHelp()
 		}

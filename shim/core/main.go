@@ -107,6 +107,11 @@ func efap2p_core_init(cfg *C.struct_efap2p_core_config) C.int {
 				opts.Kernel = rel
 			}
 		}
+		kc, err := p2p.KernelConfigFromEnv()
+		if err != nil {
+			logf(C.EFAP2P_LOG_ERROR, "%v; whether the kernel has PCI_P2PDMA is found out as without it", err)
+		}
+		opts.KernelConfig = kc
 		eng = answer.New(p2p.SysfsRoot(), opts, logLevel >= C.EFAP2P_LOG_INFO)
 		if eng.Err() != nil {
 			logf(C.EFAP2P_LOG_ERROR, "%v: no P2P answers in this process", eng.Err())
