@@ -88,7 +88,9 @@ func FuzzHostGID(f *testing.F) {
 // UNSOLICITED_WRITE_RECV (0x40) from 6.10.
 func TestEFAAttrsAsTheDriverReports(t *testing.T) {
 	want := map[string]uint32{
-		"amd-zen-acs-switch":        0x8f, // 6.17, the default device
+		"amd-efa-cpu-node":          0x0f, // 6.8, the default device
+		"amd-zen-acs-switch":        0x8f, // 6.17
+		"debian12-stock":            0x0f, // 6.1
 		"arm64-devicetree":          0x8f, // 7.1.3
 		"arm64-grace-peermem":       0x0f, // 6.8
 		"hygon-hmat-p2p":            0x8f, // the newest rules

@@ -46,13 +46,13 @@ Running a command:
   release (its "kernel", default latest), and EFAP2P_KERNEL_CONFIG to the
   tree's kernel.config (its "kernel_config": with PCI_P2PDMA or not), so
   that the oracle inside decides by the emulated host's rules and kernel;
-  EFASIM_TRACE=1 makes the library log each
-  emulated call on stderr. The tree is removed when COMMAND ends, unless
-  --keep is given (then its path is printed on stderr); the tree of an
-  efap2p sim killed before it could (SIGKILL) is removed by the next one. Run without
-  CAP_SYS_ADMIN (not as root), the tree is the one such a process sees: PCI
-  config files of 64 bytes (so the ACS state is unknown) and ACPI tables it
-  cannot read; root sees them whole.
+  EFASIM_TRACE=1 makes the library log each emulated call on stderr. The
+  tree is removed when COMMAND ends, unless --keep is given (then its path
+  is printed on stderr); the tree of an efap2p sim killed before it could
+  (SIGKILL) is removed by the next one. Run without CAP_SYS_ADMIN (not as
+  root), the tree is the one such a process sees: PCI config files of 64
+  bytes (so the ACS state is unknown) and ACPI tables it cannot read; root
+  sees them whole.
 
   lspci, lstopo and efap2p topo inside show the emulated machine, its CPUs
   and NUMA nodes: HWLOC_FSROOT names the tree for hwloc, and an lspci first
