@@ -233,6 +233,9 @@ static int replace(uint64_t addr, void *hook, void **orig)
 		return -1;
 	if (cur == hook)
 		return 0;
+	/* writable? (writing back what is there changes nothing) */
+	if (efasim_copy_out(addr, &cur, sizeof(cur)))
+		return -1;
 	*orig = cur;
 	/* the structure is the program's, checked and writable: one aligned
 	 * store, so that a thread calling through it sees one or the other */
