@@ -153,6 +153,18 @@ def main():
           f"others' so that they see the same load; {took:.0f} s in all. On a shared machine the "
           f"ratios of one run hold, not the absolute figures. Method: scripts/bench-datapath.py.\n")
 
+    if b.baseline:
+        print("The rows \"efa, before\" are the build of libefasim.so named by EFASIM_BASELINE_LIBRARY, "
+              "measured in the same rounds as the others.\n")
+
+    def ratio(res, key):
+        """The one-host efa row against tcp (above 1: better than tcp), or None."""
+        e = med([x[key] for x in res.get("efa, one host", [])])
+        t = med([x[key] for x in res.get("tcp", [])])
+        if not e or not t:
+            return None
+        return e / t if key == 0 else t / e
+
     def bw_table(res, title, key):
         tcp = med([x[key] for x in res.get("tcp", [])])
         shm = med([x[key] for x in res.get("shm", [])])
@@ -175,6 +187,10 @@ def main():
     print("### Time for 1 GiB (fi_pingpong -S 1m -I 512: 512 round trips of 1 MiB each way), s\n")
     print("The ratios are tcp's (shm's) time over the row's: above 1 is faster.\n")
     bw_table(r_gib, "provider", 2)
+    r1, r2 = ratio(r_mib, 0), ratio(r_gib, 2)
+    met = r1 is not None and r2 is not None and r1 >= 1.0 and r2 >= 1.0
+    print(f"Target: the emulator (one host) at >= 1.0x tcp at 1 MiB and for 1 GiB: "
+          f"{'met' if met else 'not met'} in this run ({fmt(r1, '.2f')}x, {fmt(r2, '.2f')}x).\n")
     print("### Latency, 64-byte messages (fi_pingpong -S 64 -I 2000), usec per transfer\n")
     print("| run | median | range |")
     print("|---|---|---|")
