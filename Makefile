@@ -3,6 +3,7 @@
 #   make deps     install the Debian packages and Go modules (needs root or sudo)
 #   make build    build/efap2p, build/libefasim.so, build/libefap2p.so ...
 #   make test     go vet + gofmt check + go test + ctest (the README's test command)
+#   make test-programs  perftest, qperf, Open MPI, fabtests checks over the emulator
 #   make run      the main job on the embedded default machine (p5.48xlarge)
 #   make fleet-test  efap2p check inside Slurm, Prometheus and NFD (root;
 #                 installs FLEET_PACKAGES; CI runs it)
@@ -67,7 +68,8 @@ APT_PACKAGES = libibverbs-dev ibverbs-providers ibverbs-utils python3-pyverbs \
 	cmake pkg-config gcc g++ make valgrind graphviz \
 	build-essential debhelper dpkg-dev lintian man-db \
 	libcap2-bin util-linux prometheus pciutils hwloc \
-	libfabric-bin udev python3-yaml
+	libfabric-bin udev python3-yaml \
+	libfabric-dev openmpi-bin libopenmpi-dev perftest qperf
 # The fleet engines `make fleet-test` runs efap2p check inside.
 FLEET_PACKAGES = slurm-wlm munge prometheus prometheus-node-exporter curl python3
 # The tool, as the Makefile and CMake build it: a PIE linked with libc by
@@ -99,7 +101,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Tests write many small sysfs trees: on tmpfs when the machine has one.
 TEST_TMPDIR ?= $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm || echo $${TMPDIR:-/tmp})
 
-.PHONY: all deps build go-build c-build go-check test go-test c-test vet run fleet-test bench install uninstall deb clean fuzz kernel-truth
+.PHONY: all deps build go-build c-build go-check test test-programs go-test c-test vet run fleet-test bench install uninstall deb clean fuzz kernel-truth
 
 all: build
 
@@ -146,7 +148,13 @@ go-test: go-build
 
 # The C suites run programs inside `efap2p sim`: they need build/efap2p too.
 c-test: go-build c-build
-	cd $(BUILD)/cmake && ctest --output-on-failure
+	cd $(BUILD)/cmake && ctest --output-on-failure -LE programs
+
+# Programs nobody here wrote over the emulator (perftest, qperf, Open MPI,
+# ibv_ud_pingpong, the fabtests checks), one emulated host and two: minutes,
+# so not in `make test`; .ci/run runs them.
+test-programs: go-build c-build
+	cd $(BUILD)/cmake && ctest --output-on-failure -L programs
 
 test: vet go-test c-test
 

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+
+	"github.com/efap2p/efap2p/p2p"
 )
 
 // EFA holds an EFA NIC's identity and the attributes the emulated kernel
@@ -50,10 +52,13 @@ type EFA struct {
 	SubCQsPerCQ  uint16 `json:"sub_cqs_per_cq,omitempty"`
 	MaxTxBatch   uint16 `json:"max_tx_batch,omitempty"`
 	MinSQWR      uint16 `json:"min_sq_wr,omitempty"`
-	// DeviceCaps are the kernel's EFA_QUERY_DEVICE_CAPS_* names: RDMA_READ,
-	// RNR_RETRY, CQ_NOTIFICATIONS, CQ_WITH_SGID, DATA_POLLING_128,
-	// RDMA_WRITE, UNSOLICITED_WRITE_RECV, CQ_WITH_EXT_MEM, COMP_CNTR,
-	// SQ_64_BIT_REQ_ID.
+	// DeviceCaps are what the device itself offers, by the names of the
+	// kernel's EFA_QUERY_DEVICE_CAPS_* bits: RDMA_READ, RNR_RETRY,
+	// CQ_NOTIFICATIONS (the device has event queues), DATA_POLLING_128,
+	// RDMA_WRITE, UNSOLICITED_WRITE_RECV, COMP_CNTR, SQ_64_BIT_REQ_ID.
+	// What efa_query_device reports is ReportedCaps: those the machine's
+	// kernel knows, plus the bits its driver sets for every device
+	// (CQ_WITH_SGID, CQ_WITH_EXT_MEM), which a model need not list.
 	DeviceCaps []string `json:"device_caps,omitempty"`
 	// Port attributes.
 	PortMTU  uint32 `json:"port_mtu,omitempty"` // bytes: 4096 or 8192 ...
@@ -97,10 +102,14 @@ var builtinEFA = EFA{
 	MaxLLQSize:   4096 * 128,
 	SubCQsPerCQ:  1,
 	MaxTxBatch:   16,
-	MinSQWR:      1,
-	DeviceCaps:   []string{"RDMA_READ", "RNR_RETRY"},
-	PortMTU:      4096,
-	MaxMsgSz:     0x2260,
+	// The device's minimum SQ depth (min_sq_depth, passed on as is by the
+	// driver). libefa 44 cannot use a depth of 1: a one-entry SQ gets a
+	// doorbell batch of 0 and its WQE copy runs off the heap, so a device
+	// reports at least 2.
+	MinSQWR:    2,
+	DeviceCaps: []string{"RDMA_READ", "RNR_RETRY", "CQ_NOTIFICATIONS"},
+	PortMTU:    4096,
+	MaxMsgSz:   0x2260,
 }
 
 // IBDev returns the NIC's verbs device name.
@@ -174,6 +183,50 @@ func (m *Machine) EFAAttrsOn(f *Function, host uint16) (EFA, error) {
 	at.GID = gid
 	at.NodeGUID = HostGUID(at.NodeGUID, host)
 	return at, nil
+}
+
+// efaDriver is what efa_query_device (drivers/infiniband/hw/efa/efa_verbs.c)
+// puts in device_caps, by the release that brought it: always, the bits
+// it sets for every device; relayed, the device's own bits it knows (and
+// CQ_NOTIFICATIONS when the device has event queues). 6.1 and 6.12 as
+// read in Debian's linux-source-6.1 (6.1.192) and -6.12 (6.12.117); the
+// others by the patches that added them: DATA_POLLING_128 (February
+// 2023) and RDMA_WRITE (April 2023) in 6.4, UNSOLICITED_WRITE_RECV (May
+// 2024) in 6.10, CQ_WITH_EXT_MEM (July 2025) in 6.17. A release older
+// than 6.1 is taken as 6.1, the oldest read.
+var efaDriver = []struct {
+	since           p2p.Release
+	always, relayed uint32
+}{
+	{p2p.MustParseRelease("6.1"), KernelCapBits["CQ_WITH_SGID"],
+		KernelCapBits["RDMA_READ"] | KernelCapBits["RNR_RETRY"] | KernelCapBits["CQ_NOTIFICATIONS"]},
+	{p2p.MustParseRelease("6.4"), 0, KernelCapBits["DATA_POLLING_128"] | KernelCapBits["RDMA_WRITE"]},
+	{p2p.MustParseRelease("6.10"), 0, KernelCapBits["UNSOLICITED_WRITE_RECV"]},
+	{p2p.MustParseRelease("6.17"), KernelCapBits["CQ_WITH_EXT_MEM"], 0},
+}
+
+// DriverCaps returns the device_caps bits the efa driver of kernel release
+// k sets for every device (always) and the device's bits it passes on
+// (known); ReportedCaps is always | (the device's & known).
+func DriverCaps(k p2p.Release) (always, known uint32) {
+	for i, d := range efaDriver {
+		if i == 0 || k.AtLeast(d.since) {
+			always |= d.always
+			known |= d.relayed
+		}
+	}
+	return always, known
+}
+
+// ReportedCaps returns what efa_query_device reports in device_caps for a
+// device with these DeviceCaps under kernel release k.
+func (e *EFA) ReportedCaps(k p2p.Release) (uint32, error) {
+	dev, err := e.KernelCaps()
+	if err != nil {
+		return 0, err
+	}
+	always, known := DriverCaps(k)
+	return always | dev&known, nil
 }
 
 // KernelCaps returns DeviceCaps as the kernel's bit mask.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/efap2p/efap2p/p2p"
 )
 
 func TestHostGID(t *testing.T) {
@@ -74,4 +76,103 @@ func FuzzHostGID(f *testing.F) {
 			}
 		}
 	})
+}
+
+// What every model's EFA NICs report, against what the efa driver of the
+// model's kernel makes of the device (efa_query_device, efa_query_port,
+// efa_alloc_ucontext). The device_caps wanted are worked out by hand from
+// each model's kernel and device_caps: CQ_WITH_SGID (0x08) always, since
+// 6.1; CQ_WITH_EXT_MEM (0x80) always from 6.17; the device's RDMA_READ
+// (0x01), RNR_RETRY (0x02), CQ_NOTIFICATIONS (0x04) since 6.1,
+// DATA_POLLING_128 (0x10) and RDMA_WRITE (0x20) from 6.4,
+// UNSOLICITED_WRITE_RECV (0x40) from 6.10.
+func TestEFAAttrsAsTheDriverReports(t *testing.T) {
+	want := map[string]uint32{
+		"amd-efa-cpu-node":          0x0f, // 6.8, the default device
+		"amd-zen-acs-switch":        0x8f, // 6.17
+		"debian12-stock":            0x0f, // 6.1
+		"arm64-devicetree":          0x8f, // 7.1.3
+		"arm64-grace-peermem":       0x0f, // 6.8
+		"hygon-hmat-p2p":            0x8f, // the newest rules
+		"hyperv-vpci":               0x0f, // 6.8
+		"intel-acs-switch":          0x0f, // 6.8
+		"intel-e5-same-host-bridge": 0x0f, // 6.16: no CQ_WITH_EXT_MEM yet
+		"intel-icelake-2rootbus":    0x0f, // 6.1
+		"multi-domain":              0x8f, // 6.17
+		"p4d.24xlarge":              0x0f, // 5.10, taken as 6.1
+		"p5.48xlarge":               0x3f, // 6.8: RDMA_WRITE and DATA_POLLING_128, not UNSOLICITED_WRITE_RECV
+		"sriov-vfs-switch":          0x8f, // 6.17
+		"trn2.48xlarge":             0x3f, // 6.8, as p5
+	}
+	mtuEnum := func(mtu uint32) uint32 { // ib_mtu_int_to_enum, in bytes
+		for _, m := range []uint32{4096, 2048, 1024, 512} {
+			if mtu >= m {
+				return m
+			}
+		}
+		return 256
+	}
+	seen := map[string]bool{}
+	for _, name := range BuiltinNames() {
+		m, err := Builtin(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range m.EFANICs() {
+			seen[name] = true
+			at := m.EFAAttrs(f)
+			got, err := at.ReportedCaps(m.KernelRelease())
+			if err != nil {
+				t.Fatalf("%s %s: %v", name, f.Addr, err)
+			}
+			w, ok := want[name]
+			if !ok {
+				t.Errorf("%s: no hand-worked device_caps for this model", name)
+			} else if got != w {
+				t.Errorf("%s %s: device_caps %#x, want %#x", name, f.Addr, got, w)
+			}
+			// efa_query_port: max_msg_sz is the device's MTU, and the port
+			// MTUs are ib_mtu_int_to_enum of it
+			if at.PortMTU != mtuEnum(at.MaxMsgSz) {
+				t.Errorf("%s %s: port MTU %d for max_msg_sz %d, want %d", name, f.Addr, at.PortMTU,
+					at.MaxMsgSz, mtuEnum(at.MaxMsgSz))
+			}
+			// max_mr_pages * PAGE_SIZE
+			if at.MaxMRSize%4096 != 0 {
+				t.Errorf("%s %s: max_mr_size %#x is not a number of pages", name, f.Addr, at.MaxMRSize)
+			}
+			// libefa 44 cannot use a one-entry SQ's batch of 0
+			if at.MinSQWR < 2 {
+				t.Errorf("%s %s: min_sq_wr %d", name, f.Addr, at.MinSQWR)
+			}
+		}
+	}
+	for name := range want {
+		if !seen[name] {
+			t.Errorf("%s: in the table, but not a model with EFA NICs", name)
+		}
+	}
+}
+
+// The driver's bits by release: what it always sets and what it passes on.
+func TestDriverCaps(t *testing.T) {
+	for _, c := range []struct {
+		release        string
+		always, relays uint32
+	}{
+		{"5.10.230-223.885.amzn2.x86_64", 0x08, 0x07},
+		{"6.1.0-28-amd64", 0x08, 0x07},
+		{"6.3", 0x08, 0x07},
+		{"6.4.0", 0x08, 0x37},
+		{"6.9.12", 0x08, 0x37},
+		{"6.10", 0x08, 0x77},
+		{"6.16.0-1-amd64", 0x08, 0x77},
+		{"6.17.0-6-generic", 0x88, 0x77},
+		{"latest", 0x88, 0x77},
+	} {
+		always, known := DriverCaps(p2p.MustParseRelease(c.release))
+		if always != c.always || known != c.relays {
+			t.Errorf("%s: always %#x relays %#x, want %#x %#x", c.release, always, known, c.always, c.relays)
+		}
+	}
 }

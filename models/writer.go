@@ -17,6 +17,11 @@ type WriteOptions struct {
 	// ConfigBytes, when set, truncates every config file to that many
 	// bytes: 64 shows the tree as a process without CAP_SYS_ADMIN sees it.
 	ConfigBytes int
+	// Unprivileged writes the tree as a process without CAP_SYS_ADMIN
+	// sees it: config files of 64 bytes (pci_read_config gives it no
+	// more) and the files only root may read (the ACPI tables) unreadable
+	// to their owner too.
+	Unprivileged bool
 	// Host is this tree's host number in a fabric of emulated hosts (0:
 	// alone); it goes into the GIDs and node GUIDs of its EFA devices
 	// (HostGID, HostGUID).
@@ -179,8 +184,12 @@ func (w *treeWriter) function(parentDir string, f *Function) {
 	}
 	w.file(filepath.Join(d, "resource"), strings.Repeat("0x0000000000000000 0x0000000000000000 0x0000000000000000\n", n))
 	cfg := w.m.ConfigSpace(f)
-	if n := w.opt.ConfigBytes; n > 0 && n < len(cfg) {
-		cfg = cfg[:n]
+	keep := w.opt.ConfigBytes
+	if w.opt.Unprivileged && (keep == 0 || keep > 64) {
+		keep = 64
+	}
+	if keep > 0 && keep < len(cfg) {
+		cfg = cfg[:keep]
 	}
 	w.fileMode(filepath.Join(d, "config"), string(cfg), 0o644)
 	w.link(filepath.Join(w.dir, "bus/pci/devices", f.Addr.String()), d)
@@ -210,6 +219,7 @@ func (w *treeWriter) efa(i int, f *Function) {
 	fnDir := w.devDir[f.Addr]
 	ib := filepath.Join(fnDir, "infiniband", at.IBDev)
 	w.mkdir(filepath.Join(ib, "ports/1/gids"))
+	w.mkdir(filepath.Join(ib, "ports/1/pkeys"))
 	w.mkdir(filepath.Join(ib, "ports/1/gid_attrs/types"))
 	w.mkdir(filepath.Join(ib, "ports/1/gid_attrs/ndevs"))
 	for _, a := range [][2]string{
@@ -230,6 +240,9 @@ func (w *treeWriter) efa(i int, f *Function) {
 		{"ports/1/lid_mask_count", "0"},
 		{"ports/1/cap_mask", "0x00000000"},
 		{"ports/1/gids/0", at.GID},
+		// efa_query_pkey: one entry, the default full-membership key
+		// (UCX refuses a device whose pkey it cannot read)
+		{"ports/1/pkeys/0", "0xffff"},
 		{"ports/1/gid_attrs/types/0", "IB/RoCE v1"},
 		{"ports/1/gid_attrs/ndevs/0", ""},
 	} {
@@ -260,9 +273,16 @@ func (w *treeWriter) acpiTables() {
 	}
 	d := filepath.Join(w.dir, "firmware/acpi/tables")
 	w.mkdir(d)
+	mode := os.FileMode(0o400)
+	if w.opt.Unprivileged {
+		mode = 0 // the tree's owner is not root: unreadable, as to anyone but root
+	}
 	for _, sig := range []string{"HMAT", "SRAT"} {
 		if w.err == nil {
 			w.err = os.WriteFile(filepath.Join(d, sig), w.m.ACPITable(sig), 0o400)
+		}
+		if w.err == nil {
+			w.err = os.Chmod(filepath.Join(d, sig), mode)
 		}
 	}
 }

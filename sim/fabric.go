@@ -3,6 +3,7 @@
 package sim
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -34,9 +35,15 @@ type FabricHost struct {
 	lock *os.File
 }
 
+// ErrUnsafeFabric is the error of a fabric directory that another user
+// could write: whoever can write it can plant files the emulated devices
+// open and inject packets into their QPs.
+var ErrUnsafeFabric = errors.New("another user could plant files there and inject packets; use a directory only you can write")
+
 // JoinFabric creates dir if needed and takes the lowest free host number
 // in it: a host number is held by an exclusive lock on dir/host-N.lock, so
-// the number of a host that died is free again.
+// the number of a host that died is free again. A directory others could
+// write is refused (CheckFabricDir), as the emulator's library refuses it.
 func JoinFabric(dir string) (*FabricHost, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -45,8 +52,11 @@ func JoinFabric(dir string) (*FabricHost, error) {
 	if err := os.MkdirAll(abs, 0o700); err != nil {
 		return nil, fmt.Errorf("fabric: %w", err)
 	}
+	if err := CheckFabricDir(abs); err != nil {
+		return nil, err
+	}
 	for id := 1; id <= MaxHosts; id++ {
-		f, err := os.OpenFile(filepath.Join(abs, fmt.Sprintf("host-%d.lock", id)), os.O_RDWR|os.O_CREATE, 0o600)
+		f, err := os.OpenFile(filepath.Join(abs, fmt.Sprintf("host-%d.lock", id)), os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
 		if err != nil {
 			return nil, fmt.Errorf("fabric: %w", err)
 		}
@@ -60,6 +70,50 @@ func JoinFabric(dir string) (*FabricHost, error) {
 		}
 	}
 	return nil, fmt.Errorf("fabric %s: all %d host numbers are in use", abs, MaxHosts)
+}
+
+// CheckFabricDir returns ErrUnsafeFabric, saying why, when dir may not be a
+// fabric: as ssh wants of ~/.ssh, dir and every directory above it must be
+// root's or this user's and writable by nobody else, except that the
+// directories above it may be shared if sticky (/tmp), where others cannot
+// move it away; dir itself must be this user's.
+func CheckFabricDir(dir string) error {
+	path, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return fmt.Errorf("fabric %s: %w", dir, err)
+	}
+	path, err = filepath.Abs(path)
+	if err != nil {
+		return fmt.Errorf("fabric %s: %w", dir, err)
+	}
+	me := uint32(os.Geteuid())
+	for last := true; ; last = false {
+		var st unix.Stat_t
+		if err := unix.Lstat(path, &st); err != nil {
+			return fmt.Errorf("fabric %s: %s: %w", dir, path, err)
+		}
+		why := ""
+		switch {
+		case st.Mode&unix.S_IFMT != unix.S_IFDIR:
+			why = path + " is not a directory"
+		case st.Uid != me && (last || st.Uid != 0):
+			why = fmt.Sprintf("%s belongs to uid %d", path, st.Uid)
+		case st.Mode&0o022 != 0 && (last || st.Mode&unix.S_ISVTX == 0):
+			who := "its group"
+			if st.Mode&0o002 != 0 {
+				who = "others"
+			}
+			why = fmt.Sprintf("%s is writable by %s (mode %04o)", path, who, st.Mode&0o7777)
+		}
+		if why != "" {
+			return fmt.Errorf("fabric %s refused: %s (%w)", dir, why, ErrUnsafeFabric)
+		}
+		parent := filepath.Dir(path)
+		if parent == path {
+			return nil
+		}
+		path = parent
+	}
 }
 
 // Close removes what departed processes left in the fabric (CleanFabric)
@@ -96,8 +150,15 @@ func CleanFabric(dir string) error {
 		name := e.Name()
 		var stale bool
 		switch {
-		case strings.HasPrefix(name, "qp-") && !strings.HasSuffix(name, ".tmp"):
-			stale = staleQP(dir, name)
+		case strings.HasPrefix(name, "qp-"):
+			// qp-<gid>-<qpn>, or the temporary name it was created
+			// under (qp-<gid>-<qpn>.<pid>.<random>.tmp) by a process
+			// that died before renaming it
+			base, _, _ := strings.Cut(name, ".")
+			stale = staleQP(dir, base)
+			if stale {
+				markDead(filepath.Join(dir, name))
+			}
 		case strings.HasPrefix(name, "eng-"):
 			stale = !locked(filepath.Join(dir, name), 0)
 		}
@@ -108,6 +169,27 @@ func CleanFabric(dir string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// qpLiveOffset is where a QP file's header (dp_fabric.c, struct
+// fab_qp_hdr) keeps its live word, after the magic, version, QPN and type.
+const (
+	qpMagic      = 0x45465150 // "EFQP"
+	qpLiveOffset = 16
+)
+
+// markDead clears the live word of a departed QP's file before it is
+// removed: a peer that still maps it then looks the QPN up again.
+func markDead(path string) {
+	f, err := os.OpenFile(path, os.O_RDWR|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	var magic [4]byte
+	if n, _ := f.ReadAt(magic[:], 0); n == 4 && binary.LittleEndian.Uint32(magic[:]) == qpMagic {
+		_, _ = f.WriteAt(make([]byte, 4), qpLiveOffset)
+	}
 }
 
 // staleQP tells whether qp-<gid>-<qpn> belongs to no live process.

@@ -3,6 +3,8 @@
 package sim
 
 import (
+	"encoding/binary"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -109,11 +111,25 @@ func TestHelperLock(t *testing.T) {
 func TestCleanFabric(t *testing.T) {
 	dir := t.TempDir()
 	gid := "fe8000000000000000010000c9000001"
-	for _, n := range []string{"dev-" + gid, "qp-" + gid + "-5", "qp-" + gid + "-6", "eng-0123456789abcdef", "host-1.lock", "qp-" + gid + "-7.123.tmp"} {
+	for _, n := range []string{"dev-" + gid, "qp-" + gid + "-5", "qp-" + gid + "-6", "eng-0123456789abcdef",
+		"host-1.lock", "qp-" + gid + "-7.123.0123456789abcdef.tmp", "qp-" + gid + "-5.124.0123456789abcdef.tmp"} {
 		if err := os.WriteFile(filepath.Join(dir, n), make([]byte, 8192), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// QP 6's file says "live" (its owner died without destroying it), and
+	// a peer still maps it: after the cleanup it reads "dead"
+	hdr := make([]byte, 20)
+	binary.LittleEndian.PutUint32(hdr[0:], qpMagic)
+	binary.LittleEndian.PutUint32(hdr[qpLiveOffset:], 1)
+	if err := os.WriteFile(filepath.Join(dir, "qp-"+gid+"-6"), append(hdr, make([]byte, 8192)...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	peer, err := os.Open(filepath.Join(dir, "qp-"+gid+"-6"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
 	// another process holds QPN 5 of the device
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperLock$")
 	cmd.Env = append(os.Environ(), "EFAP2P_HELPER_LOCK_FILE="+filepath.Join(dir, "dev-"+gid))
@@ -133,19 +149,146 @@ func TestCleanFabric(t *testing.T) {
 		t.Fatal(err)
 	}
 	for n, want := range map[string]bool{
-		"dev-" + gid:               true,  // device files stay
-		"qp-" + gid + "-5":         true,  // held by the helper
-		"qp-" + gid + "-6":         false, // nobody holds QPN 6
-		"eng-0123456789abcdef":     false, // nobody holds the engine's lock
-		"host-1.lock":              true,
-		"qp-" + gid + "-7.123.tmp": true, // being created
+		"dev-" + gid:           true,  // device files stay
+		"qp-" + gid + "-5":     true,  // held by the helper
+		"qp-" + gid + "-6":     false, // nobody holds QPN 6
+		"eng-0123456789abcdef": false, // nobody holds the engine's lock
+		"host-1.lock":          true,
+		// temporary names: QP 5's is being created by the lock's holder,
+		// QP 7's creator died before renaming it
+		"qp-" + gid + "-5.124.0123456789abcdef.tmp": true,
+		"qp-" + gid + "-7.123.0123456789abcdef.tmp": false,
 	} {
 		_, err := os.Stat(filepath.Join(dir, n))
 		if got := err == nil; got != want {
 			t.Errorf("%s: present %v, want %v", n, got, want)
 		}
 	}
+	live := make([]byte, 4)
+	if _, err := peer.ReadAt(live, qpLiveOffset); err != nil || binary.LittleEndian.Uint32(live) != 0 {
+		t.Errorf("the removed QP file's live word reads %v (%v), want 0", live, err)
+	}
 	if err := CleanFabric(filepath.Join(dir, "missing")); err != nil {
 		t.Errorf("a missing fabric: %v", err)
+	}
+}
+
+// A fabric directory another user could write is refused, as ssh refuses
+// such a key directory: whoever writes it can plant the files the devices
+// open and inject packets.
+func TestCheckFabricDir(t *testing.T) {
+	base := t.TempDir()
+	mk := func(name string, mode os.FileMode) string {
+		p := filepath.Join(base, name)
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	private := mk("private", 0o700)
+	shared := mk("shared", 0o755)
+	sticky := mk("sticky", 0o777|os.ModeSticky)
+	under := mk("sticky/mine", 0o700)
+	open := mk("open", 0o777)
+	below := mk("open/mine", 0o700)
+	group := mk("group", 0o770)
+	link := filepath.Join(base, "link")
+	if err := os.Symlink(private, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		dir, why string
+	}{
+		{private, ""},
+		{shared, ""}, // others may read, not write
+		{under, ""},  // below a sticky directory (/tmp)
+		{link, ""},   // the directory it names is checked
+		{sticky, "writable by others (mode 1777)"},
+		{open, "writable by others (mode 0777)"},
+		{below, "open is writable by others"},
+		{group, "writable by its group (mode 0770)"},
+		{filepath.Join(base, "missing"), "no such file"},
+	} {
+		err := CheckFabricDir(c.dir)
+		switch {
+		case c.why == "" && err != nil:
+			t.Errorf("%s: %v", c.dir, err)
+		case c.why != "" && (err == nil || !strings.Contains(err.Error(), c.why)):
+			t.Errorf("%s: error %v, want one saying %q", c.dir, err, c.why)
+		}
+	}
+	if _, err := JoinFabric(open); !errors.Is(err, ErrUnsafeFabric) {
+		t.Errorf("JoinFabric of a directory anyone can write: %v, want ErrUnsafeFabric", err)
+	}
+	if os.Geteuid() == 0 {
+		// root uses no directory another user owns, however private
+		theirs := mk("theirs", 0o700)
+		if err := os.Chown(theirs, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		if err := CheckFabricDir(theirs); err == nil || !strings.Contains(err.Error(), "belongs to uid 65534") {
+			t.Errorf("root and a directory of uid 65534: %v", err)
+		}
+	}
+}
+
+// A tree whose host is gone (its lock free) is removed; a running host's,
+// one being written and another user's are left alone.
+func TestCleanTrees(t *testing.T) {
+	base := t.TempDir()
+	mk := func(name string, whole bool) string {
+		d := filepath.Join(base, name)
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if whole {
+			if err := os.WriteFile(filepath.Join(d, EmulatorConfigName), []byte("efasim 1\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return d
+	}
+	dead := mk(treePrefix+"dead", true)
+	running := mk(treePrefix+"running", true)
+	young := mk(treePrefix+"young", false)
+	old := mk(treePrefix+"old", true) // an older efap2p's: no lock file
+	other := mk("not-a-tree", true)
+	for _, d := range []string{dead, young} {
+		l, err := lockTree(d, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Close() // the host is gone
+	}
+	lock, err := lockTree(running, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	gone := CleanTrees(base)
+	if len(gone) != 1 || gone[0] != dead {
+		t.Errorf("removed %v, want only %s", gone, dead)
+	}
+	for d, want := range map[string]bool{dead: false, running: true, young: true, old: true, other: true} {
+		_, err := os.Stat(d)
+		if got := err == nil; got != want {
+			t.Errorf("%s: present %v, want %v", filepath.Base(d), got, want)
+		}
+	}
+	if os.Geteuid() == 0 {
+		theirs := mk(treePrefix+"theirs", true)
+		if l, err := lockTree(theirs, true); err == nil {
+			l.Close()
+		}
+		if err := os.Chown(theirs, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		CleanTrees(base)
+		if _, err := os.Stat(theirs); err != nil {
+			t.Errorf("another user's tree was removed")
+		}
 	}
 }

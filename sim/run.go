@@ -12,8 +12,10 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/p2p"
@@ -57,10 +59,21 @@ func (opt *RunOptions) logf(format string, args ...any) {
 // 126 when it cannot be run; SIGTERM and SIGHUP sent to this process are
 // passed on to it, and a kill of this process (SIGKILL) kills it too.
 func Run(m *models.Machine, command []string, opt RunOptions) (int, error) {
-	dir, err := os.MkdirTemp(treeBase(), "efap2p-sim-")
+	base := treeBase()
+	for _, d := range CleanTrees(base) {
+		opt.logf("removed the tree of an efap2p sim that is gone: %s", d)
+	}
+	dir, err := os.MkdirTemp(base, treePrefix)
 	if err != nil {
 		return 0, fmt.Errorf("sim: %w", err)
 	}
+	// held while this host runs: a tree nobody locks is a dead one's
+	lock, err := lockTree(dir, true)
+	if err != nil {
+		os.RemoveAll(dir)
+		return 0, fmt.Errorf("sim: %w", err)
+	}
+	defer lock.Close()
 	defer func() {
 		if opt.Keep {
 			opt.logf("kept the emulated host's tree in %s", dir)
@@ -70,7 +83,9 @@ func Run(m *models.Machine, command []string, opt RunOptions) (int, error) {
 			opt.logf("removing %s: %v", dir, err)
 		}
 	}()
-	topt := TreeOptions{}
+	// a process without CAP_SYS_ADMIN reads 64 bytes of config space and
+	// no ACPI table: the tree the command sees says the same
+	topt := TreeOptions{WriteOptions: models.WriteOptions{Unprivileged: !CapSysAdmin()}}
 	if opt.Fabric != "" {
 		host, err := JoinFabric(opt.Fabric)
 		if err != nil {
@@ -152,6 +167,89 @@ func runChild(command []string, env []string, opt RunOptions) (int, error) {
 		return 0, fmt.Errorf("sim: %w", err)
 	}
 	return cmd.ProcessState.ExitCode(), nil
+}
+
+// treePrefix names the trees Run makes; treeLock is the file in each that
+// its host holds locked.
+const (
+	treePrefix = "efap2p-sim-"
+	treeLock   = "efasim.lock"
+)
+
+// lockTree takes the lock a running host holds on its tree: an exclusive
+// flock on its lock file (made if create), which the kernel drops when the
+// process dies.
+func lockTree(dir string, create bool) (*os.File, error) {
+	flags := os.O_RDWR | unix.O_NOFOLLOW
+	if create {
+		flags |= os.O_CREATE | os.O_EXCL
+	}
+	f, err := os.OpenFile(filepath.Join(dir, treeLock), flags, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking %s: %w", dir, err)
+	}
+	return f, nil
+}
+
+// CleanTrees removes from base (the default place when "") the trees of
+// hosts that are gone: a process killed with SIGKILL could not remove its
+// own. A tree is a dead one's when it has a lock file that nobody holds
+// and it is whole (its emulator configuration is written after the lock
+// is taken), or when nobody holds it for a minute; a tree without a lock
+// file (an older efap2p's, which took none) and other users' trees are
+// left alone. It returns the trees it removed.
+func CleanTrees(base string) []string {
+	if base == "" {
+		base = os.TempDir()
+	}
+	ents, err := os.ReadDir(base)
+	if err != nil {
+		return nil
+	}
+	var gone []string
+	for _, e := range ents {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), treePrefix) {
+			continue
+		}
+		dir := filepath.Join(base, e.Name())
+		var st unix.Stat_t
+		if unix.Lstat(dir, &st) != nil || st.Uid != uint32(os.Geteuid()) {
+			continue
+		}
+		lock, err := lockTree(dir, false)
+		if err != nil {
+			continue // its host runs, or it has no lock file
+		}
+		_, whole := os.Stat(filepath.Join(dir, EmulatorConfigName))
+		if whole == nil || time.Since(time.Unix(st.Mtim.Unix())) > time.Minute {
+			if os.RemoveAll(dir) == nil {
+				gone = append(gone, dir)
+			}
+		}
+		lock.Close()
+	}
+	return gone
+}
+
+// CapSysAdmin reports whether this process has CAP_SYS_ADMIN in its
+// effective set (what the kernel asks of a reader of config space past 64
+// bytes), from /proc/self/status.
+func CapSysAdmin() bool {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return os.Geteuid() == 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			caps, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			return err == nil && caps&(1<<unix.CAP_SYS_ADMIN) != 0
+		}
+	}
+	return os.Geteuid() == 0
 }
 
 // treeBase is where emulated trees go: $TMPDIR when set, else /dev/shm when

@@ -157,7 +157,7 @@ func emulatorConfig(m *models.Machine, opt TreeOptions) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		caps, err := at.KernelCaps()
+		caps, err := at.ReportedCaps(m.KernelRelease())
 		if err != nil {
 			return "", fmt.Errorf("%s: %w", f.Addr, err)
 		}

@@ -3,6 +3,8 @@
 package sim
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -33,4 +35,37 @@ func FuzzEmulatorConfig(f *testing.F) {
 			t.Fatalf("configuration without its format line:\n%s", conf)
 		}
 	})
+}
+
+// A tree written for a process without CAP_SYS_ADMIN shows what the kernel
+// shows it: 64 bytes of each config file and no readable ACPI table; a
+// tree for root shows them whole.
+func TestWriteTreeUnprivileged(t *testing.T) {
+	m, err := models.Builtin("hygon-hmat-p2p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, unpriv := range []bool{false, true} {
+		dir := t.TempDir()
+		if err := WriteTree(m, dir, TreeOptions{WriteOptions: models.WriteOptions{Unprivileged: unpriv}}); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := os.ReadFile(filepath.Join(dir, "bus/pci/devices/0000:01:00.0/config"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]int{false: 4096, true: 64}[unpriv]; len(cfg) != want {
+			t.Errorf("unprivileged %v: config of %d bytes, want %d", unpriv, len(cfg), want)
+		}
+		st, err := os.Stat(filepath.Join(dir, "firmware/acpi/tables/HMAT"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]os.FileMode{false: 0o400, true: 0}[unpriv]; st.Mode().Perm() != want {
+			t.Errorf("unprivileged %v: HMAT mode %v, want %v", unpriv, st.Mode().Perm(), want)
+		}
+	}
+	if got := CapSysAdmin(); got != (os.Geteuid() == 0) {
+		t.Logf("CapSysAdmin %v for euid %d (a container may drop it from root)", got, os.Geteuid())
+	}
 }

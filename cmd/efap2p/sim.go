@@ -46,9 +46,13 @@ Running a command:
   release (its "kernel", default latest), and EFAP2P_KERNEL_CONFIG to the
   tree's kernel.config (its "kernel_config": with PCI_P2PDMA or not), so
   that the oracle inside decides by the emulated host's rules and kernel;
-  EFASIM_TRACE=1 makes the library log each
-  emulated call on stderr. The tree is removed when COMMAND ends, unless
-  --keep is given (then its path is printed on stderr).
+  EFASIM_TRACE=1 makes the library log each emulated call on stderr. The
+  tree is removed when COMMAND ends, unless --keep is given (then its path
+  is printed on stderr); the tree of an efap2p sim killed before it could
+  (SIGKILL) is removed by the next one. Run without CAP_SYS_ADMIN (not as
+  root), the tree is the one such a process sees: PCI config files of 64
+  bytes (so the ACS state is unknown) and ACPI tables it cannot read; root
+  sees them whole.
 
   lspci, lstopo and efap2p topo inside show the emulated machine, its CPUs
   and NUMA nodes: HWLOC_FSROOT names the tree for hwloc, and an lspci first
@@ -64,7 +68,10 @@ Running a command:
   host number, held while it runs), whose EFA devices have GIDs of their
   own (the fifth group of each GID is the host number), and the programs of
   every host reach each other's QPs. What departed processes left in DIR is
-  removed when a host ends.
+  removed when a host ends. DIR must be yours and writable by nobody else,
+  nor any directory above it except sticky ones (/tmp), as ssh wants of
+  ~/.ssh: another user who could write it could plant the files the devices
+  open and inject packets, so such a DIR is refused.
 
   The library is looked for in $EFASIM_LIBRARY, then next to the efap2p
   executable (the build tree), then in the efap2p/ directory of the libdir

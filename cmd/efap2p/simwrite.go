@@ -38,7 +38,7 @@ func simWriteFlags() (*flag.FlagSet, *modelFlags, *bool, *bool) {
 	fs := flag.NewFlagSet("sim write", flag.ContinueOnError)
 	mf := &modelFlags{}
 	mf.register(fs)
-	unpriv := fs.Bool("unprivileged", false, "write config files as a non-root process sees them (64 bytes: ACS unknown)")
+	unpriv := fs.Bool("unprivileged", false, "write the tree as a process without CAP_SYS_ADMIN sees it (64-byte config files: ACS unknown; ACPI tables unreadable)")
 	force := fs.Bool("force", false, "replace a tree written to DIR before")
 	return fs, mf, unpriv, force
 }
@@ -79,9 +79,7 @@ func simWrite(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	opt := sim.TreeOptions{}
-	if *unpriv {
-		opt.ConfigBytes = 64
-	}
+	opt.Unprivileged = *unpriv
 	if err := sim.WriteTree(m, dir, opt); err != nil {
 		return fmt.Errorf("writing %s: %w", dir, err)
 	}

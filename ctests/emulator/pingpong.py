@@ -17,38 +17,19 @@ table; every wait is bounded, so a hang fails the test.
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from ports import free_port, listening  # noqa: E402
 
 TIMEOUT = 60
 ITERATIONS = "5"
 # the sizes fi_pingpong runs by default ("all"): rdm goes up to 1 MiB
 # (libfabric's long-message protocols), dgram up to the MTU
 LAST_SIZE = {"rdm": "1m", "dgram": "4k"}
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def listening(port):
-    """True when some socket listens on the TCP port (from /proc/net/tcp)."""
-    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(name) as f:
-                next(f)
-                for line in f:
-                    fields = line.split()
-                    if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
-                        return True
-        except OSError:
-            pass
-    return False
 
 
 def wait_listening(port, server):

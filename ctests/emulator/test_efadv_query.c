@@ -26,8 +26,9 @@ struct expect {
 
 /* models/machines/p5.48xlarge.json, efa_defaults: device_caps RDMA_READ,
  * RNR_RETRY, CQ_NOTIFICATIONS, DATA_POLLING_128, RDMA_WRITE,
- * UNSOLICITED_WRITE_RECV (no CQ_WITH_SGID); every NIC uses the defaults. */
-static const struct expect p5 = { 0x3, 4096, 32768, 1073741824, 2, 3, 32 };
+ * UNSOLICITED_WRITE_RECV; the driver adds CQ_WITH_SGID for every device;
+ * every NIC uses the defaults. */
+static const struct expect p5 = { 0x7, 4096, 32768, 1073741824, 2, 3, 32 };
 
 /* The 32 NICs: rdmap<bus>s0 for buses 4f-52, 60-63, 71-74, 82-85, 93-96,
  * a4-a7, b5-b8, c6-c9, in decimal. */
@@ -44,11 +45,12 @@ static const char *const p5_names[] = {
 
 /* ctests/emulator/refused.json: 03:00.0 uses efa_defaults (RDMA_READ,
  * RNR_RETRY, CQ_NOTIFICATIONS, CQ_WITH_SGID, UNSOLICITED_WRITE_RECV);
- * 05:00.0 overrides caps (RDMA_READ, RDMA_WRITE) and sizes. */
+ * 05:00.0 overrides caps (RDMA_READ, RDMA_WRITE) and sizes; the driver
+ * sets CQ_WITH_SGID on both. */
 static const char *const refused_names[] = { "rdmap3s0", "rdmap5s0" };
 static const struct expect refused[] = {
 	{ 0x7, 4096, 32768, 1073741824, 2, 3, 32 },
-	{ 0x1, 2048, 8192, 8388608, 1, 2, 64 },
+	{ 0x5, 2048, 8192, 8388608, 1, 2, 64 },
 };
 
 static void check_device(struct ibv_device *dev, const struct expect *e)

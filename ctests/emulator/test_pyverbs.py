@@ -24,11 +24,12 @@ from pyverbs.pyverbs_error import PyverbsRDMAError
 MiB = 1 << 20
 
 # name -> (caps, max_sq_wr, max_rq_wr, max_sq_sge, max_rq_sge, inline, max_rdma_size)
-P5_NIC = (0x3, 4096, 32768, 2, 3, 32, 1 << 30)
+P5_NIC = (0x7, 4096, 32768, 2, 3, 32, 1 << 30)
 MODELS = {
     "p5.48xlarge": {
         # efa_defaults: RDMA_READ, RNR_RETRY, CQ_NOTIFICATIONS,
-        # DATA_POLLING_128, RDMA_WRITE, UNSOLICITED_WRITE_RECV
+        # DATA_POLLING_128, RDMA_WRITE, UNSOLICITED_WRITE_RECV; the driver
+        # sets CQ_WITH_SGID for every device
         "nics": {"rdmap79s0": P5_NIC, "rdmap149s0": P5_NIC, "rdmap201s0": P5_NIC},
         # GPU 53:00.0 (nvidia) shares switch 45:00.0 with rdmap79s0 (4f:00.0)
         "accepted": [("rdmap79s0", "0000:53:00.0", "nvidia"),
@@ -38,7 +39,7 @@ MODELS = {
     },
     "efasim-test-refused": {
         "nics": {"rdmap3s0": (0x7, 4096, 32768, 2, 3, 32, 1 << 30),
-                 "rdmap5s0": (0x1, 2048, 8192, 1, 2, 64, 8 * MiB)},
+                 "rdmap5s0": (0x5, 2048, 8192, 1, 2, 64, 8 * MiB)},  # + CQ_WITH_SGID
         "accepted": [("rdmap3s0", "0000:04:00.0", "nvidia"),   # same switch: p2p
                      ("rdmap3s0", "0000:07:00.0", "amdgpu")],  # bounced, accepted
         "refused": [("rdmap3s0", "0000:06:00.0"),   # habanalabs refuses NOT_SUPPORTED

@@ -12,6 +12,8 @@
  *   uverbs1 = rdmap5s0 = 0000:05:00.0: peer_access_blocked; caps RDMA_READ,
  *     RDMA_WRITE; max_sq_wr 2048, max_rq_wr 8192, sge 1/2, inline 64,
  *     max_rdma_size 8 MiB.
+ *   The driver (the model's kernel: the newest) adds CQ_WITH_SGID and
+ *   CQ_WITH_EXT_MEM to every device's caps.
  *   dma-buf owners: 04:00.0 nvidia (p2p with 03:00.0), 06:00.0 habanalabs
  *     (refused), 07:00.0 amdgpu (bounced: accepted), 00:00.0 no driver.
  *
@@ -166,7 +168,7 @@ struct nic_expect {
 };
 
 static const struct nic_expect expect_a = { "rdmap3s0", 0x0300, 0x7, 4096, 32768, 1u << 30, 2, 3, 32 };
-static const struct nic_expect expect_b = { "rdmap5s0", 0x0500, 0x1, 2048, 8192, 8u << 20, 1, 2, 64 };
+static const struct nic_expect expect_b = { "rdmap5s0", 0x0500, 0x5, 2048, 8192, 8u << 20, 1, 2, 64 };
 
 static void check_query(struct ibv_context *ctx, const struct nic_expect *e)
 {
@@ -196,6 +198,14 @@ static void check_query(struct ibv_context *ctx, const struct nic_expect *e)
 	CHECK_EQ(pa.link_layer, IBV_LINK_LAYER_UNSPECIFIED);
 	CHECK_ERR(ibv_query_port(ctx, 2, &pa), EINVAL);
 	CHECK(ibv_query_gid(ctx, 1, 0, &gid) == 0, "query_gid");
+	/* efa_query_pkey: index 0 is 0xffff, there is no other */
+	{
+		__be16 pkey = 0;
+
+		CHECK(ibv_query_pkey(ctx, 1, 0, &pkey) == 0 && pkey == htobe16(0xffff),
+		      "query_pkey 0: %#x", be16toh(pkey));
+		CHECK(ibv_query_pkey(ctx, 1, 1, &pkey) != 0, "query_pkey 1 answered");
+	}
 	CHECK_EQ(be64toh(gid.global.interface_id), (e->guid << 16) | 1);
 	memset(&ea, 0xff, sizeof(ea));
 	rc = efadv_query_device(ctx, &ea, sizeof(ea));
@@ -470,7 +480,9 @@ static void test_raw_write(void)
 	xreq.hdr.out_words = sizeof(xresp.core) / 8;
 	xreq.ex.provider_out_words = sizeof(xresp.efa) / 8;
 	CHECK_ERR(raw_ex_query(fd, &xreq, &xresp), 0);
-	CHECK_EQ(xresp.efa.device_caps, 0x4f); /* kernel bits, from the model */
+	/* kernel bits: the model's 0x47 and the driver's CQ_WITH_SGID (0x08)
+	 * and CQ_WITH_EXT_MEM (0x80) */
+	CHECK_EQ(xresp.efa.device_caps, 0xcf);
 	CHECK_EQ(xresp.efa.max_rdma_size, 1u << 30);
 	CHECK_EQ(xresp.core.response_length, sizeof(xresp.core));
 	xreq.core.comp_mask = 1;

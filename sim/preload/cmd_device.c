@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The device commands: GET_CONTEXT (the efa driver's udata and its
- * handshake, an eventfd as the async descriptor), QUERY_DEVICE and its
+ * handshake, the async event file), QUERY_DEVICE and its
  * extended form (the core's fields and the efa udata), QUERY_PORT, as
  * efa_query_device and efa_query_port answer them from the model.
  */
@@ -10,7 +10,6 @@
 #include <endian.h>
 #include <errno.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <rdma/efa-abi.h>
@@ -27,6 +26,7 @@ int efasim_cmd_get_context(struct efasim_wcall *c)
 	struct efa_ibv_alloc_ucontext_cmd ucmd = { 0 };
 	struct ib_uverbs_get_context_resp resp = { 0 };
 	struct ib_uverbs_get_context cmd;
+	struct efasim_file *async;
 	int rc, efd;
 
 	rc = efasim_w_request(c, &cmd, sizeof(cmd));
@@ -41,9 +41,10 @@ int efasim_cmd_get_context(struct efasim_wcall *c)
 	if ((c->dev->max_tx_batch && !(ucmd.comp_mask & EFA_ALLOC_UCONTEXT_CMD_COMP_TX_BATCH)) ||
 	    (c->dev->min_sq_wr && !(ucmd.comp_mask & EFA_ALLOC_UCONTEXT_CMD_COMP_MIN_SQ_WR)))
 		return -EOPNOTSUPP;
-	efd = eventfd(0, EFD_CLOEXEC);
+	/* the async event file (IBV_EVENT_CQ_ERR ...), held by the context */
+	efd = efasim_evq_create_locked(true, &async);
 	if (efd < 0)
-		return -errno;
+		return efd;
 	resp.async_fd = (uint32_t)efd;
 	resp.num_comp_vectors = c->dev->num_comp_vectors;
 	uresp.cmds_supp_udata_mask = EFA_USER_CMDS_SUPP_UDATA_QUERY_DEVICE |
@@ -57,9 +58,12 @@ int efasim_cmd_get_context(struct efasim_wcall *c)
 	if (!rc)
 		rc = efasim_udata_out(c, &uresp, sizeof(uresp));
 	if (rc) {
+		efasim_fd_remove_locked(efd);
 		efasim_sys_close(efd);
 		return rc;
 	}
+	efasim_file_get(async);
+	c->uv->async = async;
 	c->uv->has_ctx = 1;
 	return 0;
 }

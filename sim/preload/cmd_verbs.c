@@ -56,6 +56,34 @@ static void *lookup_priv(struct efasim_uverbs *uv, int64_t handle,
 	return o ? o->priv : NULL;
 }
 
+/* ------------------------------------------------------------ channels */
+
+int efasim_cmd_create_comp_channel(struct efasim_wcall *c)
+{
+	struct ib_uverbs_create_comp_channel_resp resp = { 0 };
+	struct ib_uverbs_create_comp_channel cmd;
+	struct efasim_file *f;
+	int rc, fd;
+
+	rc = efasim_w_request(c, &cmd, sizeof(cmd));
+	if (rc)
+		return rc;
+	if (!c->uv->has_ctx)
+		return -EINVAL;
+	fd = efasim_evq_create_locked(false, &f);
+	if (fd < 0)
+		return fd;
+	resp.fd = (uint32_t)fd;
+	rc = efasim_w_response(c, &resp, sizeof(resp));
+	if (rc) {
+		efasim_fd_remove_locked(fd);
+		efasim_sys_close(fd);
+		return rc;
+	}
+	efasim_trace("uverbs%d completion channel = fd %d", c->dev->index, fd);
+	return 0;
+}
+
 /* ------------------------------------------------------------ PD */
 
 int efasim_cmd_alloc_pd(struct efasim_wcall *c)
@@ -142,8 +170,11 @@ int efasim_cmd_reg_mr(struct efasim_wcall *c)
 	if (!c->uv->has_ctx)
 		return -EINVAL;
 	rc = efasim_mr_access(c->dev, cmd.access_flags);
-	if (rc)
+	if (rc) {
+		efasim_trace("uverbs%d REG_MR: access flags %#x refused by the device (%s)", c->dev->index,
+			     cmd.access_flags, efasim_errname(-rc));
 		return rc;
+	}
 	if (!efasim_obj_lookup(c->uv, cmd.pd_handle, &efasim_pd_type, &err))
 		return -EINVAL; /* uobj_get_obj_read gives no reason */
 	rc = efasim_udata_in_cleared(c);
@@ -237,6 +268,10 @@ static int create_cq(struct efasim_wcall *c, const struct cq_args *a, uint32_t *
 	if ((ucmd.flags & EFA_CREATE_CQ_WITH_COMPLETION_CHANNEL) &&
 	    !(c->dev->device_caps & EFA_CAP_CQ_NOTIFICATIONS))
 		return -EINVAL;
+	/* without the flag the driver gives the CQ no event queue: the
+	 * channel never hears of it */
+	if (!(ucmd.flags & EFA_CREATE_CQ_WITH_COMPLETION_CHANNEL))
+		attr.channel = NULL;
 	attr.user_handle = a->user_handle;
 	attr.depth = roundup_pow2(a->cqe); /* the device's actual depth */
 	attr.entry_size = ucmd.cq_entry_size;
@@ -321,6 +356,7 @@ int efasim_cmd_destroy_cq(struct efasim_wcall *c)
 	if (o->usecnt)
 		return -EBUSY;
 	resp.comp_events_reported = ((struct dp_cq *)o->priv)->comp_events;
+	resp.async_events_reported = ((struct dp_cq *)o->priv)->async_events;
 	rc = efasim_w_response(c, &resp, sizeof(resp));
 	if (rc)
 		return rc;
@@ -438,7 +474,7 @@ int efasim_cmd_create_qp(struct efasim_wcall *c)
 	if (rc)
 		return rc;
 	a = (struct efasim_qp_attr){
-		.pd = cmd.pd_handle, .send_cq = cmd.send_cq_handle, .recv_cq = cmd.recv_cq_handle,
+		.user_handle = cmd.user_handle, .pd = cmd.pd_handle, .send_cq = cmd.send_cq_handle, .recv_cq = cmd.recv_cq_handle,
 		.type = cmd.qp_type, .sq_sig_all = cmd.sq_sig_all,
 		.max_send_wr = cmd.max_send_wr, .max_recv_wr = cmd.max_recv_wr,
 		.max_send_sge = cmd.max_send_sge, .max_recv_sge = cmd.max_recv_sge,
@@ -455,6 +491,7 @@ int efasim_cmd_create_qp(struct efasim_wcall *c)
 	}
 	efasim_trace("uverbs%d QP %u (%s) created: SQ %u WQEs, RQ %u descriptors", c->dev->index,
 		     qp->qpn, qp->type == QPT_UD ? "UD" : "SRD", qp->sq_cnt, qp->rq_cnt);
+	efasim_hook_qp_cqs(c, qp);
 	return 0;
 }
 
@@ -544,6 +581,7 @@ int efasim_cmd_modify_qp(struct efasim_wcall *c)
 	if (cmd.attr_mask & QP_RNR_RETRY)
 		qp->rnr_retry = cmd.rnr_retry;
 	dp_qp_set_state(qp, next);
+	efasim_hook_qp(c, qp);
 	return 0;
 }
 

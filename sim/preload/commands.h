@@ -9,6 +9,8 @@
  *   cmd_device.c    GET_CONTEXT, QUERY_DEVICE (both forms), QUERY_PORT
  *   cmd_verbs.c     PD, MR, CQ, QP and AH commands
  *   wcall.c         one write() call's request, response and driver udata
+ *   doorbell.c      hooks on libefa's operations: posts and polls reach the
+ *                   device in the program's thread
  *
  * A new write() command is a handler and its line in uverbs.c's table; what
  * it makes is an object type (objects.h).
@@ -54,6 +56,7 @@ int efasim_cmd_query_device(struct efasim_wcall *c);
 int efasim_cmd_ex_query_device(struct efasim_wcall *c);
 int efasim_cmd_query_port(struct efasim_wcall *c);
 
+int efasim_cmd_create_comp_channel(struct efasim_wcall *c);
 int efasim_cmd_alloc_pd(struct efasim_wcall *c);
 int efasim_cmd_dealloc_pd(struct efasim_wcall *c);
 int efasim_cmd_reg_mr(struct efasim_wcall *c);
@@ -67,6 +70,13 @@ int efasim_cmd_query_qp(struct efasim_wcall *c);
 int efasim_cmd_destroy_qp(struct efasim_wcall *c);
 int efasim_cmd_create_ah(struct efasim_wcall *c);
 int efasim_cmd_destroy_ah(struct efasim_wcall *c);
+
+/* ---- doorbell.c: the program's calls that reach the device ---- */
+
+/* At CREATE_QP: the QP's CQs' polls (and the context's operations). */
+void efasim_hook_qp_cqs(struct efasim_wcall *c, struct dp_qp *qp);
+/* At MODIFY_QP: the QP's posts. */
+void efasim_hook_qp(struct efasim_wcall *c, struct dp_qp *qp);
 
 /* ib_check_mr_access, then the efa driver's supported access flags. */
 int efasim_mr_access(const struct efasim_dev *dev, uint32_t flags);

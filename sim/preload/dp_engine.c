@@ -28,6 +28,7 @@
  */
 #include "engine.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -38,6 +39,8 @@
 #include <unistd.h>
 
 #define BUDGET 64
+#define DRIVEN_NS 2000000ull /* the program called a hook this recently */
+#define DRIVEN_NAP_NS 500000L
 #define SCAN_NS 20000000ull      /* timers: every 20 ms */
 #define STALL_NS 100000000ull    /* no reply for 100 ms: is the peer alive? */
 #define GIVEUP_NS 30000000000ull /* alive but silent for 30 s */
@@ -165,6 +168,44 @@ static void op_move(struct dp_qp *qp, struct dp_op *o, uint8_t stage)
 
 /* ------------------------------------------------------------ CQ */
 
+/* The event of an armed CQ: one per arm (its sequence number). */
+static void cq_event(struct dp_cq *cq)
+{
+	uint32_t db, sn;
+
+	if (!cq->channel || !cq->notify)
+		return;
+	db = *cq->db;
+	sn = (db >> EFA_CQ_DB_SN_SHIFT) & 3;
+	if (!cq->armed && (!(db & EFA_CQ_DB_ARM) || cq->fired_sn == sn + 1))
+		return;
+	cq->armed = false;
+	cq->fired_sn = sn + 1;
+	cq->notify(cq);
+}
+
+/*
+ * A CQE with no free entry for it: certain when the hooks count what the
+ * program polled (a poll in progress may take entries not yet counted).
+ * The CQ is then in error, as the device puts it: the kernel reports
+ * IBV_EVENT_CQ_ERR on the context's async file, and what completes later
+ * is lost.
+ */
+static bool cq_full(struct dp_cq *cq)
+{
+	if (cq->overrun)
+		return true;
+	if (!cq->counted || cq->produced - cq->consumed < cq->depth + cq->polling)
+		return false;
+	cq->overrun = true;
+	efasim_warn("CQ %u overrun: %u completions not polled in a CQ of %u entries; the CQ is in "
+		    "error (IBV_EVENT_CQ_ERR) and later completions are lost", cq->handle,
+		    cq->produced - cq->consumed, cq->depth);
+	if (cq->error)
+		cq->error(cq);
+	return true;
+}
+
 static void cq_write(struct dp_cq *cq, const struct efa_cqe *e)
 {
 	uint32_t idx = cq->produced & (cq->depth - 1);
@@ -177,6 +218,7 @@ static void cq_write(struct dp_cq *cq, const struct efa_cqe *e)
 	memcpy(slot + 4, (uint8_t *)&t + 4, cq->entry_size - 4);
 	__atomic_store_n(slot + 3, t.flags, __ATOMIC_RELEASE);
 	cq->produced++;
+	cq_event(cq);
 	if (efasim_trace_level() >= 2)
 		efasim_trace("CQ %u entry %u: QP %u %s req_id %u status %u length %u", cq->handle, idx,
 			     e->qp_num, (e->flags >> EFA_CQE_QTYPE_SHIFT & 3) == EFA_QTYPE_SEND ? "send" : "recv",
@@ -192,7 +234,7 @@ static void cq_write(struct dp_cq *cq, const struct efa_cqe *e)
  */
 static void cq_post(struct dp_cq *cq, const struct efa_cqe *e)
 {
-	if (cq)
+	if (cq && !cq_full(cq))
 		cq_write(cq, e);
 }
 
@@ -258,7 +300,9 @@ static struct dp_peerent *peer_get(struct dp_qp *qp, const uint8_t gid[FAB_GID_L
 	for (pe = qp->peers[b]; pe; pe = pe->hnext)
 		if (pe->qpn == qpn && !memcmp(pe->gid, gid, FAB_GID_LEN))
 			break;
-	if (pe && pe->fp && fab_peer_alive_fast(pe->fp))
+	/* a peer found dead (its process gone, or its QPN given to a new
+	 * QP, which marks the old file) is looked up again */
+	if (pe && pe->fp && pe->alive > 0 && fab_peer_alive_fast(pe->fp))
 		return pe;
 	if (!pe) {
 		pe = calloc(1, sizeof(*pe));
@@ -482,6 +526,39 @@ static int gather(struct dp_qp *qp, struct dp_op *op, uint8_t *dst, uint64_t off
 	return ST_OK;
 }
 
+/*
+ * A UD send to an address no device has, or to a QPN that is not there,
+ * completes and is lost, as on the device; the program then waits for
+ * ever, so the first of each kind is said whatever EFASIM_TRACE says. GID
+ * :: is an address handle made without a GRH (ibv_ud_pingpong without -g).
+ */
+static void lost_on_the_wire(const struct dp_qp *qp, const struct dp_op *op, int st)
+{
+	static const uint8_t zero[FAB_GID_LEN];
+	static bool said_zero, said_gid, said_qpn;
+	char gid[INET6_ADDRSTRLEN] = "?";
+	bool *said;
+	const char *why;
+
+	inet_ntop(AF_INET6, op->gid, gid, sizeof(gid));
+	if (!memcmp(op->gid, zero, FAB_GID_LEN)) {
+		said = &said_zero;
+		why = "an address handle without a GID (no GRH: does the program lack a GID "
+		      "index option, such as ibv_ud_pingpong's -g?)";
+	} else if (st == ST_REM_BAD_ADDRESS) {
+		said = &said_gid;
+		why = "no device of the fabric has that GID";
+	} else {
+		said = &said_qpn;
+		why = "no QP of that number there";
+	}
+	if (!*said || efasim_trace_on()) {
+		*said = true;
+		efasim_warn("QP %u: UD send to GID %s QPN %u dropped: %s; the send completes and "
+			    "nothing arrives, as on the device", qp->qpn, gid, op->dest_qpn, why);
+	}
+}
+
 /* One step of the op at the head of the TX queue: 1 progress, 0 blocked. */
 static int tx_op(struct dp_qp *qp, struct dp_op *op, uint64_t now)
 {
@@ -493,12 +570,18 @@ static int tx_op(struct dp_qp *qp, struct dp_op *op, uint64_t now)
 	if (!op->peer) {
 		op->peer = peer_get(qp, op->gid, op->dest_qpn, &st);
 		if (!op->peer) {
+			if (!srd)
+				lost_on_the_wire(qp, op, st);
 			complete_tx(qp, op, srd ? st : ST_OK); /* UD: lost on the wire */
 			return 1;
 		}
 		op->peer_nonce = op->peer->nonce;
 	}
-	if (op->peer->nonce != op->peer_nonce || !fab_peer_alive_fast(op->peer->fp)) {
+	/* the peer went while the op waited (an RNR retry): a failed lookup
+	 * left the entry without a file, a new QP of that number has another
+	 * nonce */
+	if (!op->peer->fp || op->peer->nonce != op->peer_nonce ||
+	    !fab_peer_alive_fast(op->peer->fp)) {
 		complete_tx(qp, op, srd ? ST_REM_BAD_DEST_QPN : ST_OK);
 		return 1;
 	}
@@ -605,6 +688,12 @@ static void resp_queue(struct dp_qp *qp, uint8_t type, uint16_t status, const st
 	r->op = p->op;
 	r->dst_qpn = p->src_qpn;
 	r->pe = peer_get(qp, p->src_gid, p->src_qpn, &st);
+	if (r->pe && r->pe->nonce != p->src_nonce) {
+		/* a requester we knew by an older QP of that number: the cached
+		 * file is stale (its owner died), look it up again */
+		r->pe->alive = 0;
+		r->pe = peer_get(qp, p->src_gid, p->src_qpn, &st);
+	}
 	if (!r->pe || r->pe->nonce != p->src_nonce) {
 		free(r); /* the requester is gone: nobody to answer */
 		return;
@@ -838,7 +927,9 @@ static struct dp_mr *rkey_mr(struct dp_qp *qp, const struct fab_pkt *p, uint32_t
 	struct dp_mr *mr = dp_mr_lookup(qp->ctx, p->rkey, qp->pd);
 	uint64_t off;
 
-	if (!mr || (mr->access & access) != access || dp_mr_range(mr, p->raddr, len, &off))
+	/* an rkey is the whole 32 bits (a WQE's lkey field has 24) */
+	if (!mr || mr->key != p->rkey || (mr->access & access) != access ||
+	    dp_mr_range(mr, p->raddr, len, &off))
 		return NULL;
 	return mr;
 }
@@ -1244,24 +1335,121 @@ void dp_engine_del_cq(struct dp_cq *cq)
 	cq->next = cq->prev = NULL;
 }
 
+/* What the device does for one QP in a pass: what arrived, the replies
+ * owed, the SQ, the timers. */
+static int qp_pass(struct dp_qp *qp, uint64_t now)
+{
+	struct rx_ctx rx = { qp, now };
+	int work = 0;
+
+	work += fab_qp_poll(qp->inbox, BUDGET, rx_one, &rx);
+	work += resp_run(qp);
+	work += sq_fetch(qp);
+	work += tx_run(qp, now);
+	timers(qp, now, &work);
+	return work;
+}
+
 static int engine_pass(uint64_t now)
 {
-	struct rx_ctx rx = { NULL, now };
 	pid_t me = started_pid; /* the engine's process (fork: reset) */
 	struct dp_qp *qp;
 	int work = 0;
 
-	for (qp = qps; qp; qp = qp->next) {
-		if (qp->pid != me)
-			continue;
-		rx.qp = qp;
-		work += fab_qp_poll(qp->inbox, BUDGET, rx_one, &rx);
-		work += resp_run(qp);
-		work += sq_fetch(qp);
-		work += tx_run(qp, now);
-		timers(qp, now, &work);
-	}
+	for (qp = qps; qp; qp = qp->next)
+		if (qp->pid == me)
+			work += qp_pass(qp, now);
 	return work;
+}
+
+/* ------------------------------------------------------------ the program's calls */
+
+static atomic_bool hooked;         /* the program called a hook since the last look */
+static uint64_t driven_until;      /* the device thread's: driven mode lasts to then */
+static atomic_int waiters;         /* threads waiting for an event file */
+
+struct dp_qp *dp_qp_by_user_locked(uint64_t user_handle)
+{
+	struct dp_qp *qp;
+
+	for (qp = qps; qp; qp = qp->next)
+		if (qp->user_handle == user_handle)
+			return qp;
+	return NULL;
+}
+
+struct dp_cq *dp_cq_by_user_locked(uint64_t user_handle)
+{
+	struct dp_cq *cq;
+
+	for (cq = cqs; cq; cq = cq->next)
+		if (cq->user_handle == user_handle)
+			return cq;
+	return NULL;
+}
+
+void dp_qp_progress_locked(struct dp_qp *qp)
+{
+	if (qp->pid == efasim_pid() && qp->inbox)
+		qp_pass(qp, efasim_now_ns());
+}
+
+void dp_cq_progress_locked(struct dp_cq *cq)
+{
+	uint64_t now = efasim_now_ns();
+	pid_t me = efasim_pid();
+	struct dp_qp *qp;
+
+	for (qp = qps; qp; qp = qp->next)
+		if (qp->pid == me && qp->inbox && (qp->scq == cq || qp->rcq == cq))
+			qp_pass(qp, now);
+}
+
+void dp_cq_armed_locked(struct dp_cq *cq)
+{
+	uint32_t db = *cq->db;
+
+	if (!cq->channel)
+		return;
+	cq->armed = true;
+	/* the arm carries the consumer index: entries past it are unpolled */
+	if ((uint16_t)cq->produced != (uint16_t)(db & EFA_CQ_DB_CI_MASK))
+		cq_event(cq);
+}
+
+void dp_cq_poll_begin_locked(struct dp_cq *cq, uint32_t n)
+{
+	atomic_fetch_add_explicit(&cq->polling, n, memory_order_relaxed);
+}
+
+void dp_cq_poll_end(struct dp_cq *cq, uint32_t n, uint32_t got)
+{
+	/* consumed first: a device that reads polling after this reads it */
+	atomic_fetch_add_explicit(&cq->consumed, got, memory_order_release);
+	atomic_fetch_sub_explicit(&cq->polling, n, memory_order_release);
+}
+
+void dp_engine_hooked(void)
+{
+	if (!atomic_load_explicit(&hooked, memory_order_relaxed))
+		atomic_store_explicit(&hooked, true, memory_order_relaxed);
+}
+
+void dp_engine_waiting(bool on)
+{
+	atomic_fetch_add(&waiters, on ? 1 : -1);
+	if (on)
+		fab_engine_kick();
+}
+
+/* The program drives the device through the hooks: the device thread only
+ * keeps the timers and serves what comes while the program is busy
+ * elsewhere, so it naps without waking on every packet. */
+static bool program_drives(uint64_t now)
+{
+	if (atomic_exchange_explicit(&hooked, false, memory_order_relaxed))
+		driven_until = now + DRIVEN_NS;
+	return !atomic_load_explicit(&waiters, memory_order_relaxed) && now < driven_until;
 }
 
 static bool engine_pending(void)
@@ -1287,6 +1475,9 @@ static bool engine_pending(void)
  * process's last QP.
  * A sleeping engine is woken at once by a sender's futex wake, and a
  * sleeper that wakes is scheduled promptly (it has used little CPU).
+ * While the program calls the hooks (DRIVEN_NS), its own calls move the
+ * bytes: the engine naps DRIVEN_NAP_NS at a time without telling senders
+ * to wake it.
  */
 #define HOT_NS 5000000ull
 
@@ -1323,6 +1514,12 @@ static void *engine_main(void *arg)
 		}
 		if (!idle_since)
 			idle_since = now;
+		if (program_drives(now)) {
+			struct timespec ts = { 0, DRIVEN_NAP_NS };
+
+			nanosleep(&ts, NULL);
+			continue;
+		}
 		seq = fab_engine_prepare();
 		efasim_lock();
 		work = engine_pending();

@@ -19,7 +19,15 @@
  *
  * Files are created under a temporary name and renamed into place, so a
  * sender that still maps the file of a destroyed QP never sees the next
- * QP of that number. Everything is plain shared memory with C11 atomics.
+ * QP of that number; the QP that takes the number of one whose process
+ * died marks the dead one's file so, for the peers that still map it.
+ * Everything is plain shared memory with C11 atomics.
+ *
+ * Who may write the directory is who may inject packets into our QPs and
+ * plant names we open, so a directory that others than its owner can
+ * write, or that is not ours (or root's), is refused, as ssh refuses such
+ * a ~/.ssh; every file is created with O_EXCL and opened with O_NOFOLLOW,
+ * and a file that is not a regular file of ours is not used.
  *
  * The files are opened, locked, mapped and closed with system calls, never
  * through libc's names: those are the library's own interposers, a layer
@@ -117,6 +125,7 @@ static unsigned int ndevfiles;
 static struct fab_wake *own_wake;
 static char own_engine[48];
 static char fabric_dir[4096];
+static int dir_verdict; /* 0 unchecked, 1 usable, a negative errno refused */
 
 /* ------------------------------------------------------------ names */
 
@@ -198,7 +207,121 @@ static uint64_t random_u64(void)
 
 static int sys_open(const char *path, int flags)
 {
-	return (int)syscall(SYS_openat, AT_FDCWD, path, flags, 0600);
+	return (int)syscall(SYS_openat, AT_FDCWD, path, flags | O_NOFOLLOW | O_CLOEXEC, 0600);
+}
+
+/* 0 when fd is a regular file of ours (what we created, or another
+ * process of ours did), else -EPERM. */
+static int own_file(int fd, struct stat *st)
+{
+	if (syscall(SYS_newfstatat, fd, "", st, AT_EMPTY_PATH))
+		return -errno;
+	if (!S_ISREG(st->st_mode) || st->st_uid != geteuid())
+		return -EPERM;
+	return 0;
+}
+
+/* Creates path (O_EXCL), or opens the file another process of ours
+ * created there: an fd or a negative errno. *created tells which. */
+static int open_shared(const char *path, bool create, bool *created)
+{
+	struct stat st;
+	int fd, rc;
+
+	*created = false;
+	if (create) {
+		fd = sys_open(path, O_RDWR | O_CREAT | O_EXCL);
+		if (fd >= 0) {
+			*created = true;
+			return fd;
+		}
+		if (errno != EEXIST)
+			return -errno;
+	}
+	fd = sys_open(path, O_RDWR);
+	if (fd < 0)
+		return -errno;
+	rc = own_file(fd, &st);
+	if (rc) {
+		efasim_sys_close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+/* Why dir may not be used ("" when it may): every directory from it up to
+ * / must be root's or ours; none may be writable by others, except the
+ * sticky ones above it (/tmp), where others cannot move ours away. */
+static const char *dir_unsafe(const char *dir, char *why, size_t len)
+{
+	char path[4096];
+	uid_t me = geteuid();
+	bool last = true;
+	struct stat st;
+	char *slash;
+
+	if (!realpath(dir, path)) {
+		snprintf(why, len, "%s", efasim_errname(errno));
+		return why;
+	}
+	for (;;) {
+		if (syscall(SYS_newfstatat, AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW)) {
+			snprintf(why, len, "%s: %s", path, efasim_errname(errno));
+			return why;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			snprintf(why, len, "%s is not a directory", path);
+			return why;
+		}
+		if (st.st_uid != me && st.st_uid != 0) {
+			snprintf(why, len, "%s belongs to uid %u", path, (unsigned)st.st_uid);
+			return why;
+		}
+		if (last && st.st_uid != me) {
+			snprintf(why, len, "%s belongs to uid %u, not to us", path, (unsigned)st.st_uid);
+			return why;
+		}
+		if ((st.st_mode & 022) && (last || !(st.st_mode & S_ISVTX))) {
+			snprintf(why, len, "%s is writable by %s (mode %04o)", path,
+				 (st.st_mode & 002) ? "others" : "its group",
+				 (unsigned)(st.st_mode & 07777));
+			return why;
+		}
+		if (!strcmp(path, "/"))
+			break;
+		slash = strrchr(path, '/');
+		if (slash == path)
+			slash[1] = '\0';
+		else
+			*slash = '\0';
+		last = false;
+	}
+	why[0] = '\0';
+	return why;
+}
+
+/* The fabric directory, made if missing: 0, or -EACCES said once when
+ * another user could write it. */
+static int fab_dir_ready(void)
+{
+	char why[4400];
+	int rc;
+
+	if (dir_verdict)
+		return dir_verdict > 0 ? 0 : dir_verdict;
+	rc = mkdir_p(fab_dir());
+	if (rc) {
+		efasim_warn("fabric directory %s: %s", fab_dir(), efasim_errname(-rc));
+		return rc;
+	}
+	if (dir_unsafe(fab_dir(), why, sizeof(why))[0]) {
+		efasim_warn("fabric directory %s refused: %s (another user could plant files there "
+			    "and inject packets; use a directory only you can write)", fab_dir(), why);
+		dir_verdict = -EACCES;
+		return dir_verdict;
+	}
+	dir_verdict = 1;
+	return 0;
 }
 
 static void *sys_mmap_shared(int fd, size_t len)
@@ -219,21 +342,23 @@ static struct fab_devfile *devfile(const uint8_t gid[FAB_GID_LEN], uint32_t max_
 	char path[4200];
 	unsigned int i;
 	uint32_t hdr[2];
+	bool created;
 	int fd;
 
 	for (i = 0; i < ndevfiles; i++)
 		if (!memcmp(devfiles[i].gid, gid, FAB_GID_LEN))
 			goto found;
-	if (ndevfiles == FAB_MAX_DEVS || path_of(path, sizeof(path), "dev", gid, -1))
+	if (ndevfiles == FAB_MAX_DEVS || fab_dir_ready() ||
+	    path_of(path, sizeof(path), "dev", gid, -1))
 		return NULL;
-	fd = sys_open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0));
+	fd = open_shared(path, create, &created);
 	if (fd < 0)
 		return NULL;
-	if (create) {
-		/* first writer wins; the header only tells senders the size */
+	if (created) {
+		/* the header only tells senders the size */
 		hdr[0] = FAB_MAGIC_DEV;
 		hdr[1] = max_qp;
-		if (lseek(fd, 0, SEEK_END) == 0 && pwrite(fd, hdr, sizeof(hdr), 0) != sizeof(hdr)) {
+		if (pwrite(fd, hdr, sizeof(hdr), 0) != sizeof(hdr)) {
 			efasim_sys_close(fd);
 			return NULL;
 		}
@@ -300,6 +425,33 @@ static uint8_t *slot_at(uint8_t *base, const struct fab_qp_hdr *h, int port, uin
 	return base + FAB_HDR_BYTES + ((size_t)port * h->nslots + (n % h->nslots)) * h->slot_size;
 }
 
+/*
+ * The file of a QP whose process died without destroying it still says
+ * "live" to the peers that map it; the new QP of that number (it holds the
+ * number's lock, so the old owner is gone) says otherwise before taking
+ * the name, so that they look the number up again.
+ */
+static void mark_dead(const char *path, const uint8_t gid[FAB_GID_LEN], uint32_t qpn)
+{
+	struct fab_qp_hdr *h;
+	struct stat st;
+	int fd = sys_open(path, O_RDWR);
+
+	if (fd < 0)
+		return;
+	if (own_file(fd, &st) == 0 && (size_t)st.st_size >= FAB_HDR_BYTES) {
+		h = sys_mmap_shared(fd, 4096);
+		if (h != MAP_FAILED) {
+			if (h->magic == FAB_MAGIC_QP && h->qpn == qpn && !memcmp(h->gid, gid, FAB_GID_LEN) &&
+			    atomic_exchange_explicit(&h->live, 0, memory_order_acq_rel))
+				efasim_trace("QP %u: the file of a departed QP of that number marked dead",
+					     qpn);
+			munmap(h, 4096);
+		}
+	}
+	efasim_sys_close(fd);
+}
+
 int fab_qp_create(const uint8_t gid[FAB_GID_LEN], uint32_t max_qp, uint32_t type,
 		  uint32_t max_payload, struct fab_qpfile **out, uint32_t *qpn_out)
 {
@@ -312,7 +464,7 @@ int fab_qp_create(const uint8_t gid[FAB_GID_LEN], uint32_t max_qp, uint32_t type
 
 	if (max_payload + FAB_PKT_HDR > slot)
 		slot = (max_payload + FAB_PKT_HDR + 4095) & ~4095u;
-	rc = mkdir_p(fab_dir());
+	rc = fab_dir_ready();
 	if (rc)
 		return rc;
 	d = devfile(gid, max_qp, true);
@@ -331,10 +483,14 @@ int fab_qp_create(const uint8_t gid[FAB_GID_LEN], uint32_t max_qp, uint32_t type
 		goto err_unlock;
 	if (path_of(q->path, sizeof(q->path), "qp", gid, qpn))
 		goto err_free;
-	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", q->path, (int)getpid());
-	fd = sys_open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC);
+	/* a name nobody can guess, made by us alone */
+	snprintf(tmp, sizeof(tmp), "%s.%d.%016llx.tmp", q->path, (int)getpid(),
+		 (unsigned long long)random_u64());
+	fd = sys_open(tmp, O_RDWR | O_CREAT | O_EXCL);
+	if (fd < 0)
+		goto err_free_errno;
 	size = qp_file_size(slot);
-	if (fd < 0 || ftruncate(fd, (off_t)size))
+	if (ftruncate(fd, (off_t)size))
 		goto err_file;
 	q->base = sys_mmap_shared(fd, size);
 	if (q->base == MAP_FAILED)
@@ -358,6 +514,7 @@ int fab_qp_create(const uint8_t gid[FAB_GID_LEN], uint32_t max_qp, uint32_t type
 	memcpy(q->hdr->gid, gid, FAB_GID_LEN);
 	memcpy(q->hdr->engine, own_engine, sizeof(q->hdr->engine));
 	atomic_store_explicit(&q->hdr->live, 1, memory_order_release);
+	mark_dead(q->path, gid, qpn);
 	if (rename(tmp, q->path))
 		goto err_map;
 	d->owned[qpn] = 1;
@@ -372,6 +529,12 @@ err_file:
 	if (fd >= 0)
 		efasim_sys_close(fd);
 	unlink(tmp);
+	free(q);
+	lock_byte(d->fd, qpn, F_UNLCK, F_SETLK, NULL);
+	efasim_warn("cannot create a QP file in %s: %s", fab_dir(), efasim_errname(-rc));
+	return rc;
+err_free_errno:
+	rc = -errno;
 	free(q);
 	lock_byte(d->fd, qpn, F_UNLCK, F_SETLK, NULL);
 	efasim_warn("cannot create a QP file in %s: %s", fab_dir(), efasim_errname(-rc));
@@ -492,11 +655,11 @@ static void *map_file(const char *path, size_t min, size_t *size)
 {
 	struct stat st;
 	void *m;
-	int fd = sys_open(path, O_RDWR | O_CLOEXEC);
+	int fd = sys_open(path, O_RDWR);
 
 	if (fd < 0)
 		return NULL;
-	if (syscall(SYS_newfstatat, fd, "", &st, AT_EMPTY_PATH) || (size_t)st.st_size < min) {
+	if (own_file(fd, &st) || (size_t)st.st_size < min) {
 		efasim_sys_close(fd);
 		errno = ENOENT;
 		return NULL;
@@ -593,7 +756,7 @@ int fab_peer_alive(struct fab_peer *p)
 
 	if (!atomic_load_explicit(&p->hdr->live, memory_order_acquire))
 		return 0;
-	if (p->hdr->owner_pid == (int32_t)getpid())
+	if (p->hdr->owner_pid == (int32_t)efasim_pid())
 		/* our own QP: the lock does not conflict with ourselves */
 		return p->dev->owned && p->qpn <= p->dev->max_qp && p->dev->owned[p->qpn] ? 1 : 0;
 	if (lock_byte(p->dev->fd, p->qpn, F_WRLCK, F_GETLK, &holder))
@@ -670,12 +833,12 @@ int fab_engine_init(void)
 
 	if (own_wake)
 		return 0;
-	rc = mkdir_p(fab_dir());
+	rc = fab_dir_ready();
 	if (rc)
 		return rc;
 	snprintf(own_engine, sizeof(own_engine), "eng-%016llx", (unsigned long long)random_u64());
 	snprintf(path, sizeof(path), "%s/%s", fab_dir(), own_engine);
-	fd = sys_open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC);
+	fd = sys_open(path, O_RDWR | O_CREAT | O_EXCL);
 	if (fd < 0)
 		return -errno;
 	if (ftruncate(fd, 4096)) {

@@ -121,8 +121,8 @@ static int user_copy(bool out, uint64_t addr, void *local, size_t len)
 	ssize_t n;
 
 	if (!atomic_load_explicit(&vm_broken, memory_order_relaxed)) {
-		n = out ? process_vm_writev(getpid(), &l, 1, &r, 1, 0)
-			: process_vm_readv(getpid(), &l, 1, &r, 1, 0);
+		n = out ? process_vm_writev(efasim_pid(), &l, 1, &r, 1, 0)
+			: process_vm_readv(efasim_pid(), &l, 1, &r, 1, 0);
 		if (n == (ssize_t)len) {
 #ifdef HAVE_VALGRIND
 			if (out && RUNNING_ON_VALGRIND)

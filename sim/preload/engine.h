@@ -143,6 +143,10 @@ struct dp_ah {
 struct dp_ctx {
 	struct dp_mr *mrs[DP_MR_BUCKETS];
 	struct dp_ah *ahs;
+	/* the program's struct ibv_context and the operations its hooks
+	 * replaced (poll_cq, req_notify_cq, post_send, post_recv) */
+	uint64_t user_ctx;
+	void *hooked[4];
 };
 
 void dp_mr_add(struct dp_ctx *ctx, struct dp_mr *mr);
@@ -168,7 +172,7 @@ bool dp_ah_number_used(const struct dp_ctx *ctx, uint16_t ahn);
 
 struct dp_cq {
 	uint32_t handle;
-	uint64_t user_handle;
+	uint64_t user_handle; /* libibverbs': the struct ibv_cq */
 	uint32_t depth;      /* entries of each sub-CQ */
 	uint32_t entry_size; /* 16, or 32 WITH_SGID */
 	uint32_t nsub;
@@ -176,9 +180,23 @@ struct dp_cq {
 	volatile uint32_t *db;
 	uint64_t ring_off, ring_len, db_off;
 	uint32_t produced;
-	uint32_t fired_sn;   /* the arm sequence an event was sent for, +1 */
+	/* Completion events (a CQ made with a channel): armed by
+	 * ibv_req_notify_cq, seen by its hook (dp_cq_armed_locked) or as the
+	 * doorbell's ARM bit; one event per arm, then the sequence number the
+	 * next arm carries is another. */
 	struct efasim_file *channel;
-	uint32_t comp_events;
+	bool armed;
+	uint32_t fired_sn; /* the arm sequence an event was sent for, +1 */
+	uint32_t comp_events, async_events; /* read by the program */
+	/* what the program consumed, counted by the poll hooks (counted);
+	 * polling, the entries a poll in progress may take */
+	bool counted, overrun;
+	_Atomic uint32_t consumed, polling;
+	/* upcalls of the layer that made the CQ: an event for its channel, a
+	 * CQ error for its context's async file */
+	void (*notify)(struct dp_cq *cq);
+	void (*error)(struct dp_cq *cq);
+	void *hooked[2]; /* the poll functions the hooks replaced */
 	struct dp_cq *next, *prev; /* the engine's list */
 	pid_t pid;
 };
@@ -222,6 +240,9 @@ struct dp_qp {
 	struct dp_resp *resp_head, *resp_tail;
 	struct dp_peerent *peers[DP_PEER_BUCKETS];
 	uint64_t next_scan_ns, blocked_since_ns;
+	uint64_t user_handle; /* libibverbs': the struct ibv_qp */
+	bool hooks_checked;
+	void *hooked;         /* the wr_complete the hook replaced */
 	struct dp_qp *next, *prev;
 };
 
@@ -240,5 +261,31 @@ void dp_qp_teardown(struct dp_qp *qp);
 /* MODIFY_QP's new state (qkey set): published, and the queues flushed or
  * reset as the device does. */
 void dp_qp_set_state(struct dp_qp *qp, uint32_t state);
+
+/*
+ * Where the program's calls reach the device (the hooks of doorbell.c):
+ * the doorbells it rang and the completions it is about to poll for are
+ * served in its own thread, so that the device thread does not have to
+ * find them. Lock held.
+ */
+struct dp_qp *dp_qp_by_user_locked(uint64_t user_handle);
+struct dp_cq *dp_cq_by_user_locked(uint64_t user_handle);
+/* After a post: the QP's queues. */
+void dp_qp_progress_locked(struct dp_qp *qp);
+/* Before a poll: every queue of the process that completes on cq. */
+void dp_cq_progress_locked(struct dp_cq *cq);
+/* ibv_req_notify_cq armed cq (its doorbell written): an event comes with
+ * the next completion, at once if one is there unpolled. */
+void dp_cq_armed_locked(struct dp_cq *cq);
+/* A poll may take up to n entries (begin, lock held) and took got (end,
+ * without the lock). */
+void dp_cq_poll_begin_locked(struct dp_cq *cq, uint32_t n);
+void dp_cq_poll_end(struct dp_cq *cq, uint32_t n, uint32_t got);
+/* The program calls the hooks: the device thread need not look for
+ * doorbells (without the lock). */
+void dp_engine_hooked(void);
+/* A thread of the program waits for an event file (without the lock): the
+ * device thread serves the queues meanwhile. */
+void dp_engine_waiting(bool on);
 
 #endif /* EFASIM_ENGINE_H */

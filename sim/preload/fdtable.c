@@ -167,6 +167,16 @@ struct efasim_file *efasim_fd_get_locked(int fd)
 	return f;
 }
 
+int efasim_fd_of_locked(const struct efasim_file *f)
+{
+	size_t fd;
+
+	for (fd = 0; fd < table_cap; fd++)
+		if (table[fd] == f)
+			return (int)fd;
+	return -1;
+}
+
 static int ensure_capacity(size_t fd)
 {
 	size_t cap = table_cap ? table_cap : 64;

@@ -12,8 +12,8 @@
  *
  * LAYERS (top to bottom)
  *   interpose  interpose.c
- *   commands   uverbs.c uverbs_ioctl.c cmd_device.c cmd_verbs.c wcall.c
- *   objects    objects.c obj_verbs.c dmabuf.c
+ *   commands   uverbs.c uverbs_ioctl.c cmd_device.c cmd_verbs.c doorbell.c wcall.c
+ *   objects    objects.c obj_verbs.c dmabuf.c events.c
  *   engine     dp_engine.c dp_mem.c
  *   fabric     dp_fabric.c
  *   base       fdtable.c config.c util.c libc.c
@@ -99,6 +99,8 @@
 	X(fstatfs, int, (int, struct statfs *))                                     \
 	X(fstatfs64, int, (int, struct statfs64 *))                                 \
 	X(write, ssize_t, (int, const void *, size_t))                              \
+	X(read, ssize_t, (int, void *, size_t))                                     \
+	X(__read_chk, ssize_t, (int, void *, size_t, size_t))                       \
 	X(ioctl, int, (int, unsigned long, ...))                                    \
 	X(mmap, void *, (void *, size_t, int, int, int, off_t))                     \
 	X(mmap64, void *, (void *, size_t, int, int, int, off_t))                   \
@@ -209,7 +211,7 @@ int efasim_atfork_child_locked(void (*fn)(void));
 
 /* ---- the emulator's files (fdtable.c) ---- */
 
-enum efasim_kind { EFASIM_UVERBS = 1, EFASIM_DMABUF, EFASIM_CHANNEL };
+enum efasim_kind { EFASIM_UVERBS = 1, EFASIM_DMABUF, EFASIM_CHANNEL, EFASIM_ASYNC };
 
 struct efasim_file;
 
@@ -226,6 +228,10 @@ struct efasim_file_ops {
 	const char *name;
 	/* count, or a negative errno */
 	ssize_t (*write)(struct efasim_file *f, int fd, const void *buf, size_t count);
+	/* count, -EAGAIN when nothing is there yet (the interposer then waits
+	 * for the descriptor to be readable, without the lock, unless it is
+	 * O_NONBLOCK), or another negative errno; NULL: the real read */
+	ssize_t (*read)(struct efasim_file *f, int fd, void *buf, size_t count);
 	int (*ioctl)(struct efasim_file *f, unsigned long req, void *arg);
 	/* 0 (the real mmap follows) or a negative errno */
 	int (*mmap)(struct efasim_file *f, size_t len, int flags, off_t off);
@@ -262,6 +268,8 @@ bool efasim_table_owner(void);
 /* Sets up f (zeroed by its maker) for the memfd fd: 0 or a negative errno. */
 int efasim_file_init(struct efasim_file *f, const struct efasim_file_ops *ops, int fd);
 struct efasim_file *efasim_fd_get_locked(int fd);
+/* A descriptor that refers to f, or -1. */
+int efasim_fd_of_locked(const struct efasim_file *f);
 int efasim_fd_insert_locked(int fd, struct efasim_file *f);
 void efasim_fd_remove_locked(int fd);
 void efasim_fd_dup_locked(int oldfd, int newfd);
@@ -279,6 +287,9 @@ void efasim_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *efasim_errname(int err); /* err > 0 */
 /* CLOCK_MONOTONIC in nanoseconds */
 uint64_t efasim_now_ns(void);
+/* getpid() without the system call (glibc no longer caches it), kept
+ * right across fork; a vfork child sees its parent's. */
+pid_t efasim_pid(void);
 /* Copies between the emulated kernel and user memory, as copy_{from,to}_user:
  * 0 or -EFAULT, never a crash on a bad address. */
 int efasim_copy_in(void *dst, uint64_t src, size_t len);

@@ -12,7 +12,8 @@
  * The set covers what libibverbs 44, libefa, ibv_* tools and CPython import:
  * stat/fstat/lstat (and the *64, *at and pre-2.33 __xstat forms), statx,
  * access, open/openat (and *64, fortified __open*_2), fopen, fstatfs,
- * socket, write, ioctl, mmap (the device memory of a uverbs file), close,
+ * socket, write, read (an event file's events), ioctl, mmap (the device
+ * memory of a uverbs file), close,
  * close_range, closefrom, dup, dup2, dup3 and fcntl's F_DUPFD. A new one
  * adds its line to EFASIM_LIBC_FUNCS (internal.h). Do not add
  * variadic-forwarding entry points without checking how glibc declares
@@ -22,6 +23,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -666,6 +668,71 @@ EFASIM_API ssize_t write(int fd, const void *buf, size_t count)
 		efasim_unlock();
 	}
 	CALL_NEXT(write, fd, buf, count);
+}
+
+/* read() of an emulated file with a read method (an event file): what it
+ * answers, waiting without the lock for the descriptor to become readable
+ * while it has nothing, unless the descriptor is O_NONBLOCK. */
+static bool emu_read(int fd, void *buf, size_t count, ssize_t *ret)
+{
+	struct efasim_file *f;
+	int saved = errno;
+	ssize_t r;
+
+	if (!efasim_maybe_tracked(fd))
+		return false;
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		long fl;
+
+		efasim_lock();
+		f = efasim_fd_get_locked(fd);
+		if (!f || !f->ops->read) {
+			efasim_unlock();
+			return false;
+		}
+		r = f->ops->read(f, fd, buf, count);
+		efasim_unlock();
+		if (r != -EAGAIN)
+			break;
+		fl = syscall(SYS_fcntl, fd, F_GETFL);
+		if (fl < 0 || (fl & O_NONBLOCK))
+			break;
+		/* the device must run while the program waits for it */
+		dp_engine_waiting(true);
+		if (syscall(SYS_ppoll, &p, 1, NULL, NULL, (size_t)8) < 0 && errno == EINTR)
+			r = -EINTR;
+		dp_engine_waiting(false);
+		if (r == -EINTR)
+			break;
+	}
+	if (r < 0) {
+		errno = (int)-r;
+		*ret = -1;
+	} else {
+		errno = saved;
+		*ret = r;
+	}
+	return true;
+}
+
+EFASIM_API ssize_t read(int fd, void *buf, size_t count)
+{
+	ssize_t r;
+
+	if (emu_read(fd, buf, count, &r))
+		return r;
+	CALL_NEXT(read, fd, buf, count);
+}
+
+EFASIM_API ssize_t __read_chk(int fd, void *buf, size_t count, size_t buflen);
+EFASIM_API ssize_t __read_chk(int fd, void *buf, size_t count, size_t buflen)
+{
+	ssize_t r;
+
+	if (count <= buflen && emu_read(fd, buf, count, &r))
+		return r;
+	CALL_NEXT(__read_chk, fd, buf, count, buflen);
 }
 
 EFASIM_API int ioctl(int fd, unsigned long req, ...)

@@ -154,6 +154,33 @@ int efasim_mr_create_dmabuf(struct efasim_uverbs *uv, uint32_t handle, uint32_t 
 
 /* ------------------------------------------------------------ CQ */
 
+/* A CQ and the file it belongs to (its async events go there). */
+struct efasim_cq {
+	struct dp_cq dev;
+	struct efasim_uverbs *uv;
+};
+
+static struct efasim_cq *cq_of(struct dp_cq *cq)
+{
+	return (struct efasim_cq *)((char *)cq - offsetof(struct efasim_cq, dev));
+}
+
+/* The device's upcalls: a completion event for the channel, a CQ error
+ * for the context's async file (struct ib_uverbs_async_event_desc). */
+static void cq_notify(struct dp_cq *cq)
+{
+	efasim_evq_push_locked(cq->channel, cq->user_handle, 0, cq, &cq->comp_events);
+}
+
+static void cq_error(struct dp_cq *cq)
+{
+	struct efasim_uverbs *uv = cq_of(cq)->uv;
+
+	if (uv->async)
+		efasim_evq_push_locked(uv->async, cq->user_handle, 0 /* IB_EVENT_CQ_ERR */, cq,
+				       &cq->async_events);
+}
+
 static void cq_release(struct efasim_uverbs *uv, struct efasim_obj *o)
 {
 	struct dp_cq *cq = o->priv;
@@ -163,11 +190,18 @@ static void cq_release(struct efasim_uverbs *uv, struct efasim_obj *o)
 		return;
 	own = cq->pid == getpid();
 	dp_engine_del_cq(cq);
+	/* what was not read about it goes with it, as in ib_uverbs */
+	if (cq->channel) {
+		efasim_evq_drop_locked(cq->channel, cq);
+		efasim_file_put_locked(cq->channel);
+	}
+	if (uv->async)
+		efasim_evq_drop_locked(uv->async, cq);
 	efasim_region_free(uv, cq->ring_off, cq->ring_len, cq->ring, own);
 	efasim_region_free(uv, cq->db_off, page_size(), (void *)cq->db, own);
 	if (uv->ncq)
 		uv->ncq--;
-	free(cq);
+	free(cq_of(cq));
 }
 
 const struct efasim_obj_type efasim_cq_type = { "CQ", 2, cq_release };
@@ -175,6 +209,7 @@ const struct efasim_obj_type efasim_cq_type = { "CQ", 2, cq_release };
 int efasim_cq_create(struct efasim_uverbs *uv, int fd, const struct efasim_cq_attr *a,
 		     struct dp_cq **out)
 {
+	struct efasim_cq *ecq;
 	struct dp_cq *cq;
 	void *ring, *db;
 	uint32_t h;
@@ -182,9 +217,13 @@ int efasim_cq_create(struct efasim_uverbs *uv, int fd, const struct efasim_cq_at
 
 	if (uv->ncq >= uv->dev->max_cq)
 		return -ENOMEM;
-	cq = calloc(1, sizeof(*cq));
-	if (!cq)
+	ecq = calloc(1, sizeof(*ecq));
+	if (!ecq)
 		return -ENOMEM;
+	ecq->uv = uv;
+	cq = &ecq->dev;
+	cq->notify = cq_notify;
+	cq->error = cq_error;
 	cq->user_handle = a->user_handle;
 	cq->depth = a->depth;
 	cq->entry_size = a->entry_size;
@@ -205,6 +244,8 @@ int efasim_cq_create(struct efasim_uverbs *uv, int fd, const struct efasim_cq_at
 	cq->handle = h;
 	uv->objs[h].priv = cq;
 	uv->ncq++;
+	if (cq->channel)
+		efasim_file_get(cq->channel);
 	dp_engine_add_cq(cq);
 	*out = cq;
 	return 0;
@@ -214,7 +255,7 @@ err_db:
 err_ring:
 	efasim_region_free(uv, cq->ring_off, cq->ring_len, ring, true);
 err_free:
-	free(cq);
+	free(ecq);
 	return rc;
 }
 
@@ -295,6 +336,7 @@ int efasim_qp_create(struct efasim_uverbs *uv, int fd, const struct efasim_qp_at
 		return -ENOMEM;
 	qp->ctx = &uv->dp;
 	qp->dev = uv->dev;
+	qp->user_handle = a->user_handle;
 	qp->pd = a->pd;
 	qp->type = a->type;
 	qp->sq_sig_all = a->sq_sig_all;

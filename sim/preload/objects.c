@@ -107,6 +107,9 @@ void efasim_uverbs_release(struct efasim_uverbs *uv)
 				next = t->release_rank;
 		}
 	}
+	if (uv->async)
+		efasim_file_put_locked(uv->async);
+	uv->async = NULL;
 	if (uv->cursor)
 		munmap((void *)uv->cursor, (size_t)sysconf(_SC_PAGESIZE));
 	uv->cursor = NULL;

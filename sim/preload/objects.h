@@ -9,6 +9,7 @@
  *   obj_verbs.c  the types: PD, MR, CQ, QP, AH, each made here with what
  *                the device needs (engine.h) and released by its type
  *   dmabuf.c     fake dma-bufs: their file kind and what libc sees of them
+ *   events.c     event files: completion channels and the async descriptor
  *
  * A new type is a struct efasim_obj_type (its release and its place in the
  * file's release order) and the function that makes one; objects.c does
@@ -60,6 +61,7 @@ struct efasim_uverbs {
 	volatile uint64_t *cursor; /* page 0 of the memfd: next free offset */
 	uint32_t ncq, nah;
 	struct dp_ctx dp; /* what the device knows of this context */
+	struct efasim_file *async; /* the async event file (a reference) */
 };
 
 static inline struct efasim_uverbs *efasim_uverbs_of(struct efasim_file *f)
@@ -139,6 +141,7 @@ int efasim_cq_create(struct efasim_uverbs *uv, int fd, const struct efasim_cq_at
 
 /* What CREATE_QP checked. */
 struct efasim_qp_attr {
+	uint64_t user_handle;
 	uint32_t pd, send_cq, recv_cq; /* handles */
 	uint8_t type, sq_sig_all;
 	uint32_t max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline;
@@ -166,5 +169,19 @@ struct efasim_dmabuf {
 
 /* The dma-buf of an emulated file, or NULL when it is another kind. */
 struct efasim_dmabuf *efasim_dmabuf_of(struct efasim_file *f);
+
+/* ---- event files (events.c) ---- */
+
+/* A new completion channel or async event file, in the descriptor table:
+ * its descriptor (close-on-exec) or a negative errno. Lock held. */
+int efasim_evq_create_locked(bool async, struct efasim_file **out);
+/* Queues an event (d0: a channel's CQ handle or an async event's element;
+ * d1: the async event's type), about owner (dropped with it); *counter is
+ * incremented when the program reads it. */
+int efasim_evq_push_locked(struct efasim_file *f, uint64_t d0, uint64_t d1, const void *owner,
+			   uint32_t *counter);
+/* Drops the events about owner that were not read. */
+void efasim_evq_drop_locked(struct efasim_file *f, const void *owner);
+bool efasim_evq_pending_locked(struct efasim_file *f);
 
 #endif /* EFASIM_OBJECTS_H */

@@ -52,10 +52,10 @@ static void vsay(const char *fmt, va_list ap)
 		struct timespec ts;
 
 		clock_gettime(CLOCK_MONOTONIC, &ts);
-		n = snprintf(line, sizeof(line), "efasim[%d] %ld.%06ld: ", (int)getpid(),
+		n = snprintf(line, sizeof(line), "efasim[%d] %ld.%06ld: ", (int)efasim_pid(),
 			     (long)ts.tv_sec, ts.tv_nsec / 1000);
 	} else {
-		n = snprintf(line, sizeof(line), "efasim[%d]: ", (int)getpid());
+		n = snprintf(line, sizeof(line), "efasim[%d]: ", (int)efasim_pid());
 	}
 	m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
 	if (m < 0)
@@ -103,6 +103,31 @@ const char *efasim_errname(int err)
 	return buf;
 }
 
+static atomic_int cached_pid;
+static pthread_once_t pid_once = PTHREAD_ONCE_INIT;
+
+static void pid_child(void)
+{
+	atomic_store(&cached_pid, (int)getpid());
+}
+
+static void pid_init(void)
+{
+	pthread_atfork(NULL, NULL, pid_child);
+}
+
+pid_t efasim_pid(void)
+{
+	int pid = atomic_load_explicit(&cached_pid, memory_order_relaxed);
+
+	if (__builtin_expect(pid != 0, 1))
+		return pid;
+	pthread_once(&pid_once, pid_init);
+	pid = (int)getpid();
+	atomic_store(&cached_pid, pid);
+	return pid;
+}
+
 uint64_t efasim_now_ns(void)
 {
 	struct timespec ts;
@@ -123,8 +148,8 @@ static int vm_copy(bool out, void *local, uint64_t remote, size_t len)
 
 	if (atomic_load_explicit(&vm_mode, memory_order_relaxed) == VM_UNUSABLE)
 		return 1;
-	n = out ? process_vm_writev(getpid(), &l, 1, &r, 1, 0)
-		: process_vm_readv(getpid(), &l, 1, &r, 1, 0);
+	n = out ? process_vm_writev(efasim_pid(), &l, 1, &r, 1, 0)
+		: process_vm_readv(efasim_pid(), &l, 1, &r, 1, 0);
 	if (n == (ssize_t)len) {
 		atomic_store_explicit(&vm_mode, VM_USABLE, memory_order_relaxed);
 		return 0;

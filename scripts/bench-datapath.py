@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The emulator's data path beside libfabric's own tcp and shm providers.
+
+    scripts/bench-datapath.py [BUILD_DIR]        default: build
+
+Prints a Markdown section on stdout (for BENCHMARKS.md; `make bench` runs it
+through scripts/bench-datapath.sh). Every figure is libfabric's fi_pingpong
+(libfabric-bin), the client's result row, as the median of BENCH_COUNT runs
+(default 5) with the lowest and highest beside it. The runs of every row are
+interleaved (round 1 of each row, then round 2 ...), so that rows of one run
+see the same load: on a shared machine it is their ratios that hold, not
+their absolute figures.
+
+  efa   `-p efa` inside `efap2p sim` (p5.48xlarge): one host (server and
+        client under one `efap2p sim`, FI_EFA_ENABLE_SHM_TRANSFER=0 so that
+        the bytes cross the emulated device instead of libfabric's shm) or
+        two hosts (two `efap2p sim --fabric DIR`)
+  tcp   `-p tcp` on the loopback
+  shm   `-p shm`
+
+With EFASIM_BASELINE_LIBRARY set to another build of libefasim.so, its rows
+("before") are measured in the same rounds (EFASIM_LIBRARY for `efap2p sim`).
+"""
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ctests", "emulator"))
+from ports import free_port, listening  # noqa: E402
+
+TIMEOUT = 600
+
+
+def result_row(out):
+    """bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec -> (MB/s, usec, seconds)."""
+    row = None
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 8 and f[0][0].isdigit():
+            row = f
+    if not row:
+        return None
+    return float(row[5]), float(row[6]), float(row[4].rstrip("s"))
+
+
+class Bench:
+    def __init__(self, build):
+        self.efap2p = os.path.join(build, "efap2p")
+        self.count = int(os.environ.get("BENCH_COUNT", "5"))
+        self.baseline = os.environ.get("EFASIM_BASELINE_LIBRARY", "")
+
+    def pingpong(self, prov, ep, size, iters, hosts="one", lib=None):
+        port = free_port()
+        args = ["fi_pingpong", "-p", prov, "-e", ep, "-S", str(size), "-I", str(iters)]
+        env = dict(os.environ)
+        env.pop("EFASIM_TRACE", None)
+        fab = None
+        if lib:
+            env["EFASIM_LIBRARY"] = lib
+        if prov != "efa":
+            server_cmd, client_cmd = args + ["-B", str(port)], args + ["-P", str(port), "127.0.0.1"]
+        elif hosts == "one":
+            env["FI_EFA_ENABLE_SHM_TRANSFER"] = "0"
+            script = (f"{' '.join(args)} -B {port} >/dev/null 2>&1 & "
+                      f"while ! grep -qi ':{port:04X} 00000000:0000 0A' /proc/net/tcp /proc/net/tcp6 "
+                      f"2>/dev/null; do sleep 0.05; done; {' '.join(args)} -P {port} 127.0.0.1; wait")
+            server_cmd, client_cmd = None, [self.efap2p, "sim", "--", "sh", "-c", script]
+        else:
+            fab = tempfile.mkdtemp(prefix="efap2p-bench-fabric-")
+            server_cmd = [self.efap2p, "sim", "--fabric", fab, "--"] + args + ["-B", str(port)]
+            client_cmd = [self.efap2p, "sim", "--fabric", fab, "--"] + args + ["-P", str(port), "127.0.0.1"]
+        server = None
+        try:
+            if server_cmd:
+                server = subprocess.Popen(server_cmd, env=env, stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL)
+                end = time.monotonic() + 60
+                while not listening(port) and time.monotonic() < end and server.poll() is None:
+                    time.sleep(0.02)
+            out = subprocess.run(client_cmd, env=env, capture_output=True, text=True,
+                                 timeout=TIMEOUT).stdout
+            return result_row(out)
+        except subprocess.TimeoutExpired:
+            return None
+        finally:
+            if server:
+                try:
+                    server.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    server.kill()
+                    server.wait()
+            if fab:
+                shutil.rmtree(fab, ignore_errors=True)
+
+    def run(self, rows):
+        """rows: [(label, kwargs)] -> {label: [results]}, interleaved rounds."""
+        got = {label: [] for label, _ in rows}
+        for _ in range(self.count):
+            for label, kw in rows:
+                r = self.pingpong(**kw)
+                if r:
+                    got[label].append(r)
+        return got
+
+
+def med(vals):
+    return statistics.median(vals) if vals else None
+
+
+def fmt(v, spec):
+    return "failed" if v is None else format(v, spec)
+
+
+def main():
+    build = sys.argv[1] if len(sys.argv) > 1 else "build"
+    b = Bench(build)
+    lib = os.path.join(build, "libefasim.so")
+    before = [("efa, before", b.baseline)] if b.baseline else []
+
+    mib = [("efa, one host", dict(prov="efa", ep="rdm", size=1 << 20, iters=50)),
+           ("efa, two hosts", dict(prov="efa", ep="rdm", size=1 << 20, iters=50, hosts="two")),
+           ("tcp", dict(prov="tcp", ep="rdm", size=1 << 20, iters=50)),
+           ("shm", dict(prov="shm", ep="rdm", size=1 << 20, iters=50))]
+    mib += [(l, dict(prov="efa", ep="rdm", size=1 << 20, iters=50, lib=p)) for l, p in before]
+    gib = [("efa, one host", dict(prov="efa", ep="rdm", size=1 << 20, iters=512)),
+           ("tcp", dict(prov="tcp", ep="rdm", size=1 << 20, iters=512)),
+           ("shm", dict(prov="shm", ep="rdm", size=1 << 20, iters=512))]
+    gib += [(l, dict(prov="efa", ep="rdm", size=1 << 20, iters=512, lib=p)) for l, p in before]
+    small = [("efa rdm (SRD), one host", dict(prov="efa", ep="rdm", size=64, iters=2000)),
+             ("efa rdm (SRD), two hosts", dict(prov="efa", ep="rdm", size=64, iters=2000, hosts="two")),
+             ("efa dgram (UD), one host", dict(prov="efa", ep="dgram", size=64, iters=2000)),
+             ("tcp rdm", dict(prov="tcp", ep="rdm", size=64, iters=2000)),
+             ("shm rdm", dict(prov="shm", ep="rdm", size=64, iters=2000))]
+    small += [(l + " (rdm, one host)", dict(prov="efa", ep="rdm", size=64, iters=2000, lib=p))
+              for l, p in before]
+    t0 = time.monotonic()
+    r_mib, r_gib, r_small = b.run(mib), b.run(gib), b.run(small)
+    took = time.monotonic() - t0
+    libfabric = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "libfabric1"],
+                               capture_output=True, text=True).stdout or "?"
+    print("## EFA emulator data path (fi_pingpong beside tcp and shm)\n")
+    print(f"Measured {time.strftime('%Y-%m-%d', time.gmtime())} on {os.cpu_count()} CPUs "
+          f"(load average {os.getloadavg()[0]:.1f} at the end), {os.uname().sysname} "
+          f"{os.uname().release}, machine model `p5.48xlarge`, libfabric {libfabric}. Medians of "
+          f"{b.count} runs (lowest and highest in brackets), every row's runs interleaved with the "
+          f"others' so that they see the same load; {took:.0f} s in all. On a shared machine the "
+          f"ratios of one run hold, not the absolute figures. Method: scripts/bench-datapath.py.\n")
+
+    if b.baseline:
+        print("The rows \"efa, before\" are the build of libefasim.so named by EFASIM_BASELINE_LIBRARY, "
+              "measured in the same rounds as the others.\n")
+
+    def ratio(res, key):
+        """The one-host efa row against tcp (above 1: better than tcp), or None."""
+        e = med([x[key] for x in res.get("efa, one host", [])])
+        t = med([x[key] for x in res.get("tcp", [])])
+        if not e or not t:
+            return None
+        return e / t if key == 0 else t / e
+
+    def bw_table(res, title, key):
+        tcp = med([x[key] for x in res.get("tcp", [])])
+        shm = med([x[key] for x in res.get("shm", [])])
+        print(f"| {title} | median | range | x tcp | x shm |")
+        print("|---|---|---|---|---|")
+        for label, vals in res.items():
+            v = [x[key] for x in vals]
+            m = med(v)
+            rng = f"{min(v):.4g}-{max(v):.4g}" if v else ""
+            rt = f"{m / tcp:.2f}" if m and tcp else ""
+            rs = f"{m / shm:.2f}" if m and shm else ""
+            if key == 2:  # seconds: smaller is better, ratio is tcp's time / ours
+                rt = f"{tcp / m:.2f}" if m and tcp else ""
+                rs = f"{shm / m:.2f}" if m and shm else ""
+            print(f"| {label} | **{fmt(m, '.4g')}** | {rng} | {rt} | {rs} |")
+        print()
+
+    print("### Bandwidth, 1 MiB messages (fi_pingpong -S 1m -I 50), MB/s\n")
+    bw_table(r_mib, "provider", 0)
+    print("### Time for 1 GiB (fi_pingpong -S 1m -I 512: 512 round trips of 1 MiB each way), s\n")
+    print("The ratios are tcp's (shm's) time over the row's: above 1 is faster.\n")
+    bw_table(r_gib, "provider", 2)
+    r1, r2 = ratio(r_mib, 0), ratio(r_gib, 2)
+    met = r1 is not None and r2 is not None and r1 >= 1.0 and r2 >= 1.0
+    print(f"Target: the emulator (one host) at >= 1.0x tcp at 1 MiB and for 1 GiB: "
+          f"{'met' if met else 'not met'} in this run ({fmt(r1, '.2f')}x, {fmt(r2, '.2f')}x).\n")
+    print("### Latency, 64-byte messages (fi_pingpong -S 64 -I 2000), usec per transfer\n")
+    print("| run | median | range |")
+    print("|---|---|---|")
+    for label, vals in r_small.items():
+        v = [x[1] for x in vals]
+        print(f"| {label} | **{fmt(med(v), '.4g')}** | {f'{min(v):.4g}-{max(v):.4g}' if v else ''} |")
+    print()
+    print("How the emulated device gets its work: libefa's posts and polls reach it through "
+          "hooks on the function pointers libibverbs calls (sim/preload/doorbell.c), so the "
+          "program's own threads move the bytes; the device thread keeps the timers and serves "
+          "what comes while the program is elsewhere. The start-up cost for processes that never "
+          "create a QP is in the emulator section (`scripts/bench-emulator.sh`).")
+
+
+if __name__ == "__main__":
+    main()
