@@ -448,7 +448,7 @@ func parseCPUModalias(s string) (CPU, error) {
 // readAttr reads a small attribute file and trims the trailing newline.
 func (s *Sysfs) readAttr(path string) (string, error) {
 	s.attrReads.Add(1)
-	fd, _, err := openRegular(path, false)
+	fd, err := openNonblock(path, 0)
 	if err != nil {
 		return "", err
 	}
@@ -478,31 +478,42 @@ func (s *Sysfs) readHex(path string) (uint32, error) {
 
 // sysfsConfig reads a config file with one pread per dword.
 type sysfsConfig struct {
-	s    *Sysfs
-	fd   int
-	size int64 // from fstat at open
+	s  *Sysfs
+	fd int
+	// conventional: 1 when the file ends at 256 bytes for a reader who may
+	// read past 64 (a conventional PCI function, where extended config
+	// space does not exist), -1 when not, 0 until a short read asks.
+	conventional int8
 }
 
 func (s *Sysfs) openConfig(a Addr) (*sysfsConfig, error) {
-	fd, size, err := openRegular(s.devPath(a, "config"), false)
+	fd, err := openNonblock(s.devPath(a, "config"), 0)
 	if err != nil {
 		return nil, err
 	}
 	s.configOpens.Add(1)
-	return &sysfsConfig{s: s, fd: fd, size: size}, nil
+	return &sysfsConfig{s: s, fd: fd}, nil
 }
 
 func (c *sysfsConfig) close() { syscall.Close(c.fd) }
 
-// ReadDword implements pcicfg.Space. A short read past what the process may
-// see is "unreadable", except in a conventional 256-byte space, where
-// extended config space simply does not exist.
-func (c *sysfsConfig) ReadDword(off int) (uint32, bool, error) {
+func (c *sysfsConfig) pread(off int) (uint32, int, error) {
 	var b [4]byte
 	n, err := syscall.Pread(c.fd, b[:], int64(off))
 	for err == syscall.EINTR {
 		n, err = syscall.Pread(c.fd, b[:], int64(off))
 	}
+	return binary.LittleEndian.Uint32(b[:]), n, err
+}
+
+// ReadDword implements pcicfg.Space. A short read past what the process may
+// see is "unreadable", except in a conventional 256-byte space, where
+// extended config space simply does not exist. Which of the two a short
+// read past 256 bytes is, one read of the first dword past the 64 bytes
+// any reader sees tells (the kernel serves those only to CAP_SYS_ADMIN),
+// made once per file and only then, instead of an fstat of every file.
+func (c *sysfsConfig) ReadDword(off int) (uint32, bool, error) {
+	v, n, err := c.pread(off)
 	if err != nil {
 		if err == syscall.EPERM || err == syscall.EACCES || err == syscall.EIO {
 			return 0, false, nil
@@ -511,12 +522,18 @@ func (c *sysfsConfig) ReadDword(off int) (uint32, bool, error) {
 	}
 	if n == 4 {
 		c.s.configDwords.Add(1)
-		return binary.LittleEndian.Uint32(b[:]), true, nil
+		return v, true, nil
 	}
-	if c.size == pcicfg.SpaceSize && off >= pcicfg.SpaceSize {
-		return 0, true, nil
+	if off < pcicfg.SpaceSize {
+		return 0, false, nil
 	}
-	return 0, false, nil
+	if c.conventional == 0 {
+		c.conventional = -1
+		if _, n, err := c.pread(pcicfg.HeaderSize); err == nil && n == 4 {
+			c.conventional = 1
+		}
+	}
+	return 0, c.conventional > 0, nil
 }
 
 // RDMADev is an RDMA device and its PCI function.
