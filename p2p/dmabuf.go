@@ -49,6 +49,34 @@ var ErrUnknownExporter = errors.New("no PCI function of this machine belongs to 
 // a system-memory exporter and ErrUnknownExporter when no function is
 // bound to the exporter's drivers.
 func (t *Topology) exporterCandidates(expName string) ([]Addr, error) {
+	t.mu.Lock()
+	e, ok := t.exporters[expName]
+	t.mu.Unlock()
+	if ok {
+		return e.addrs, e.err
+	}
+	e.addrs, e.err = t.findExporterCandidates(expName)
+	t.mu.Lock()
+	if t.exporters == nil {
+		t.exporters = map[string]exporterEntry{}
+	}
+	// bounded: a process handing ever new exporter names must not grow it
+	if len(t.exporters) < maxExporters {
+		t.exporters[expName] = e
+	}
+	t.mu.Unlock()
+	return e.addrs, e.err
+}
+
+// maxExporters bounds how many exporter names a Topology remembers.
+const maxExporters = 256
+
+type exporterEntry struct {
+	addrs []Addr
+	err   error
+}
+
+func (t *Topology) findExporterCandidates(expName string) ([]Addr, error) {
 	if dmabuf.SystemMemory(expName) {
 		return nil, fmt.Errorf("%w (%s)", ErrSystemMemory, expName)
 	}

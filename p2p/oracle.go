@@ -70,6 +70,13 @@ type Options struct {
 	// value means the running kernel's (uname -r), or the newest rules
 	// when that cannot be read.
 	Kernel Release
+	// NoReasons leaves the Reason and Hint of the verdicts the oracle
+	// returns and caches empty. Their sentences cost more than the rule
+	// itself (formatting, and memory in every cached verdict), and a
+	// process that shows none (the C library at its default log level,
+	// an export without reasons) need not pay for them: Explain writes
+	// them for the one pair that is asked about.
+	NoReasons bool
 }
 
 // NewOracle returns an oracle over topo with default options.
@@ -190,8 +197,20 @@ func (o *Oracle) missed() {
 	o.misses = 0
 }
 
+// Explain returns the verdict for the pair with its Reason and Hint. It is
+// Verdict, except for an oracle made with Options.NoReasons, whose cached
+// verdicts have none: the pair is then worked out again, explained (the
+// functions' attributes and config reads are cached: only the rule runs
+// again), and the copy returned is the caller's, not cached.
+func (o *Oracle) Explain(provider, client Addr) (*Verdict, error) {
+	if !o.opts.NoReasons {
+		return o.Verdict(provider, client)
+	}
+	return o.build(provider, client, true)
+}
+
 func (o *Oracle) compute(provider, client Addr, k uint64, narrow bool) (*Verdict, error) {
-	v, err := o.build(provider, client)
+	v, err := o.build(provider, client, !o.opts.NoReasons)
 	if err != nil {
 		return nil, err
 	}
@@ -220,11 +239,11 @@ func (o *Oracle) compute(provider, client Addr, k uint64, narrow bool) (*Verdict
 // ACPI HMAT in the host-bridge check under p2p-hmat, and its figures as the
 // path's bandwidth and latency wherever it describes the host bridges),
 // the exporter's policy, the peer-memory path, and the NIC-level facts of
-// the topology file.
-func (o *Oracle) build(provider, client Addr) (*Verdict, error) {
+// the topology file; explain writes its Reason and Hint.
+func (o *Oracle) build(provider, client Addr, explain bool) (*Verdict, error) {
 	if o.file != nil {
 		if tp := o.file.pairs[pair{provider, client}]; tp != nil {
-			return o.file.verdict(tp), nil
+			return o.file.verdict(tp, explain), nil
 		}
 	}
 	p, err := o.topo.Function(provider)
@@ -236,7 +255,7 @@ func (o *Oracle) build(provider, client Addr) (*Verdict, error) {
 		return nil, fmt.Errorf("client: %w", err)
 	}
 	t := o.topo
-	v := t.computeVerdict(o.rules, p, c)
+	v := t.computeVerdict(o.rules, p, c, explain)
 	lca := commonAncestor(p, c)
 	throughHost := v.MapType == MapThruHostBridge || v.MapType == MapNotSupported
 	v.fig = &figures{compute: func() (int, int) {
@@ -260,7 +279,9 @@ func (o *Oracle) build(provider, client Addr) (*Verdict, error) {
 		if v.PeerMem.Outcome == OutcomeP2P {
 			v.PeerMem.Outcome = OutcomeRefused
 		}
-		v.addReason(blockedReason(o.file.name, n))
+		if explain {
+			v.addReason(blockedReason(o.file.name, n))
+		}
 	} else if cl, err := c.Class(); err == nil && cl>>16 == 0x02 && v.P2P() {
 		v.addReason("Whether the NIC's firmware allows peer access cannot be seen in sysfs; where it does not, record it in the operator's topology file (efap2p export --peer-blocked NIC -o /etc/efap2p/topology.json).")
 	}

@@ -108,7 +108,9 @@ func (t *Topology) applyPolicy(ru *kernelRules, v *Verdict, p, c *Function) {
 			v.addReason("amdgpu does not refuse: it marks the attachment non-P2P and migrates the buffer to system memory, so registration succeeds but the NIC's DMA bounces through host memory.")
 		case !ru.AMDGPUPinnedVRAM && pinsDmabuf(c):
 			v.Outcome = OutcomeBounced
-			v.addReason(fmt.Sprintf("The kernel allows the peer, but amdgpu in Linux %s moves every buffer an importer pins (an RDMA NIC such as EFA pins its dma-buf MRs) to system memory; it keeps it in VRAM for a P2P-capable importer from 6.15 (f5e7fabd1f5c). Registration succeeds and the NIC's DMA bounces through host memory.", ru.Release))
+			if v.explain {
+				v.reasonf("The kernel allows the peer, but amdgpu in Linux %s moves every buffer an importer pins (an RDMA NIC such as EFA pins its dma-buf MRs) to system memory; it keeps it in VRAM for a P2P-capable importer from 6.15 (f5e7fabd1f5c). Registration succeeds and the NIC's DMA bounces through host memory.", ru.Release)
+			}
 		default:
 			v.Outcome = OutcomeP2P
 			v.addReason("amdgpu exports the memory and keeps it in VRAM for a peer the kernel allows, also when the importer pins it (6.15 and later).")
@@ -125,9 +127,13 @@ func (t *Topology) applyPolicy(ru *kernelRules, v *Verdict, p, c *Function) {
 			v.Outcome = OutcomeRefused
 		}
 		if driver == "vfio-pci" && !ru.Release.AtLeast(release619) && !ru.Release.IsLatest() {
-			v.addReason(fmt.Sprintf("vfio-pci exports BAR memory as dma-bufs from Linux 6.19 (P2PDMA providers); in %s it exports none, and the kernel's check would apply.", ru.Release))
+			if v.explain {
+				v.reasonf("vfio-pci exports BAR memory as dma-bufs from Linux 6.19 (P2PDMA providers); in %s it exports none, and the kernel's check would apply.", ru.Release)
+			}
 		} else if driver != "" {
-			v.addReason(fmt.Sprintf("The exporter (%s) applies the kernel's check as it is.", driver))
+			if v.explain {
+				v.reasonf("The exporter (%s) applies the kernel's check as it is.", driver)
+			}
 		} else {
 			v.addReason("No driver is bound to the provider; an exporter would apply the kernel's check.")
 		}
@@ -140,13 +146,13 @@ func (t *Topology) applyPolicy(ru *kernelRules, v *Verdict, p, c *Function) {
 // flagged chipset allows only a peer sharing an upstream bridge, and
 // everything else is allowed. The kernel's p2pdma check is not consulted.
 func (t *Topology) nvidiaPolicy(v *Verdict, p, c *Function) {
-	allow := func(why string) {
+	allow := func(format string, args ...any) {
 		v.Outcome = OutcomeP2P
-		v.addReason(why)
+		v.reasonf(format, args...)
 	}
-	deny := func(why string) {
+	deny := func(format string, args ...any) {
 		v.Outcome = OutcomeRefused
-		v.addReason(why)
+		v.reasonf(format, args...)
 	}
 	// Coherent GPUs allow first; reading the device ID is left for when the
 	// answer depends on it.
@@ -156,7 +162,7 @@ func (t *Topology) nvidiaPolicy(v *Verdict, p, c *Function) {
 		return name, ok
 	}
 	if ver, ok := t.driverVersion("nvidia"); ok && modversion.Less(ver, nvidiaFirstTopologyCheck) {
-		allow(fmt.Sprintf("nvidia %s checks no PCI topology on dma-buf attach (that check came in 580.65.06), so every peer is allowed.", fmtVersion(ver)))
+		allow("nvidia %s checks no PCI topology on dma-buf attach (that check came in 580.65.06), so every peer is allowed.", fmtVersion(ver))
 		return
 	}
 	switch t.nvidiaOverride() {
@@ -165,7 +171,7 @@ func (t *Topology) nvidiaPolicy(v *Verdict, p, c *Function) {
 		return
 	case 2:
 		if name, ok := coherent(); ok {
-			allow(fmt.Sprintf("The nvidia driver allows every peer of a coherent (NVLink-C2C) %s GPU, before its override.", name))
+			allow("The nvidia driver allows every peer of a coherent (NVLink-C2C) %s GPU, before its override.", name)
 		} else {
 			deny("NVreg_GrdmaPciTopoCheckOverride=2 makes the nvidia driver refuse every peer.")
 		}
@@ -176,14 +182,14 @@ func (t *Topology) nvidiaPolicy(v *Verdict, p, c *Function) {
 		return
 	}
 	if name, ok := coherent(); ok {
-		allow(fmt.Sprintf("The nvidia driver allows every peer of a coherent (NVLink-C2C) %s GPU.", name))
+		allow("The nvidia driver allows every peer of a coherent (NVLink-C2C) %s GPU.", name)
 		return
 	}
 	if chip, found := t.flaggedChipset(p.Addr.Domain); found {
 		if commonAncestor2(p.Upstream, c.Upstream) != nil {
-			allow(fmt.Sprintf("The nvidia driver flags the %s chipset for P2P, but the GPU and the peer share an upstream bridge, which it allows.", chip))
+			allow("The nvidia driver flags the %s chipset for P2P, but the GPU and the peer share an upstream bridge, which it allows.", chip)
 		} else {
-			deny(fmt.Sprintf("The nvidia driver flags the %s chipset as unsupported for PCI P2P and allows only peers that share an upstream bridge with the GPU; these do not (attach fails with ENOTSUPP, 524).", chip))
+			deny("The nvidia driver flags the %s chipset as unsupported for PCI P2P and allows only peers that share an upstream bridge with the GPU; these do not (attach fails with ENOTSUPP, 524).", chip)
 		}
 		return
 	}
@@ -206,31 +212,50 @@ func commonAncestor2(a, b *Function) *Function {
 	return commonAncestor(a, b)
 }
 
-// flaggedChipset scans the domain's functions for a chipset NVIDIA flags.
+type flaggedEntry struct {
+	name  string
+	found bool
+}
+
+// flaggedChipset scans the domain's functions for a chipset NVIDIA flags,
+// once per domain: the answer is the same for every pair of the domain.
 func (t *Topology) flaggedChipset(domain uint32) (string, bool) {
+	t.mu.Lock()
+	e, ok := t.flagged[domain]
+	t.mu.Unlock()
+	if ok {
+		return e.name, e.found
+	}
+	e = t.scanFlagged(domain)
+	t.mu.Lock()
+	if t.flagged == nil {
+		t.flagged = map[uint32]flaggedEntry{}
+	}
+	t.flagged[domain] = e
+	t.mu.Unlock()
+	return e.name, e.found
+}
+
+func (t *Topology) scanFlagged(domain uint32) flaggedEntry {
 	all, err := t.Functions()
 	if err != nil {
-		return "", false
+		return flaggedEntry{}
 	}
 	for _, a := range all {
 		if a.Domain != domain {
 			continue
 		}
-		f, err := t.Function(a)
-		if err != nil {
-			continue
-		}
-		at, err := f.Attrs()
+		v, d, err := t.functionIDs(a)
 		if err != nil {
 			continue
 		}
 		for _, c := range nvidiaFlaggedChipsets {
-			if at.Vendor == c.vendor && at.Device == c.device {
-				return c.name, true
+			if v == c.vendor && d == c.device {
+				return flaggedEntry{c.name, true}
 			}
 		}
 	}
-	return "", false
+	return flaggedEntry{}
 }
 
 // driverVersion returns a module's version, read once per module.
@@ -263,8 +288,24 @@ func (t *Topology) nvidiaOverride() int {
 
 func fmtVersion(v [3]int) string { return fmt.Sprintf("%d.%d.%02d", v[0], v[1], v[2]) }
 
-// addReason appends a sentence to the explanation.
+// addReason appends a sentence to the explanation, when the verdict is
+// explained (Options.NoReasons); reasonf formats one only then.
 func (v *Verdict) addReason(s string) {
+	if !v.explain {
+		return
+	}
+	v.appendReason(s)
+}
+
+// reasonf appends a formatted sentence to the explanation.
+func (v *Verdict) reasonf(format string, args ...any) {
+	if !v.explain {
+		return
+	}
+	v.appendReason(fmt.Sprintf(format, args...))
+}
+
+func (v *Verdict) appendReason(s string) {
 	if v.Reason != "" && !strings.HasSuffix(v.Reason, " ") {
 		v.Reason += " "
 	}
@@ -361,12 +402,18 @@ func (t *Topology) peerMemPath(v *Verdict, p, c *Function) {
 		v.addReason("The out-of-tree EFA driver has no peer-memory provider (its p2p attribute is empty): registering the accelerator's memory by address fails.")
 	case !known:
 		v.PeerMem.Outcome = OutcomeUnknown
-		v.addReason(fmt.Sprintf("The EFA driver names a peer-memory provider efap2p does not know (%q).", e.provider))
+		if v.explain {
+			v.reasonf("The EFA driver names a peer-memory provider efap2p does not know (%q).", e.provider)
+		}
 	case want == driver:
 		v.PeerMem.Outcome = OutcomeP2P
-		v.addReason(fmt.Sprintf("Peer memory: the out-of-tree EFA driver registers %s memory by address through its %q provider, which pins the device pages for the NIC without the kernel's p2pdma check: true P2P.", driver, e.provider))
+		if v.explain {
+			v.reasonf("Peer memory: the out-of-tree EFA driver registers %s memory by address through its %q provider, which pins the device pages for the NIC without the kernel's p2pdma check: true P2P.", driver, e.provider)
+		}
 	default:
 		v.PeerMem.Outcome = OutcomeRefused
-		v.addReason(fmt.Sprintf("Peer memory: the EFA driver's provider (%q) serves %s memory, not this accelerator's (driver %q).", e.provider, want, driver))
+		if v.explain {
+			v.reasonf("Peer memory: the EFA driver's provider (%q) serves %s memory, not this accelerator's (driver %q).", e.provider, want, driver)
+		}
 	}
 }

@@ -297,22 +297,26 @@ func newTopoIndex(tf *TopologyFile, name string) *topoIndex {
 	return ix
 }
 
-// verdict turns a recorded pair into a Verdict.
-func (ix *topoIndex) verdict(tp *TopoPair) *Verdict {
+// verdict turns a recorded pair into a Verdict; explain writes its Reason.
+func (ix *topoIndex) verdict(tp *TopoPair, explain bool) *Verdict {
 	v := &Verdict{
 		Provider: tp.Provider, Client: tp.Client,
 		MapType: tp.MapType, Distance: tp.Distance, Path: tp.Path,
 		Rule: RuleTopologyFile, ACSRedirect: append([]Addr{}, tp.ACSRedirect...),
 		Certain: true, Policy: tp.Policy, Outcome: tp.Outcome,
-		Source: SourceTopologyFile, fig: fixedFigures(tp.BandwidthMBs, tp.LatencyNs),
+		Source: SourceTopologyFile, fig: fixedFigures(tp.BandwidthMBs, tp.LatencyNs), explain: explain,
 	}
-	v.Reason = fmt.Sprintf("The topology file %s records this pair as %s (%s, distance %d).", ix.name, tp.Outcome, tp.MapType, tp.Distance)
-	if tp.Reason != "" {
-		v.addReason("Recorded reason: " + tp.Reason)
+	if explain {
+		v.Reason = fmt.Sprintf("The topology file %s records this pair as %s (%s, distance %d).", ix.name, tp.Outcome, tp.MapType, tp.Distance)
+		if tp.Reason != "" {
+			v.addReason("Recorded reason: " + tp.Reason)
+		}
 	}
 	if n, ok := ix.blocked[tp.Client]; ok && v.Outcome != OutcomeRefused {
 		v.Outcome = OutcomeRefused
-		v.addReason(blockedReason(ix.name, n))
+		if explain {
+			v.addReason(blockedReason(ix.name, n))
+		}
 	}
 	return v
 }

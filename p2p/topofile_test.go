@@ -68,7 +68,7 @@ func FuzzParseTopologyFile(f *testing.F) {
 		}
 		ix := newTopoIndex(tf, "fuzz")
 		for i := range tf.Pairs {
-			if v := ix.verdict(&tf.Pairs[i]); v.Source != SourceTopologyFile {
+			if v := ix.verdict(&tf.Pairs[i], true); v.Source != SourceTopologyFile {
 				t.Fatal("source")
 			}
 		}

@@ -274,12 +274,25 @@ type Topology struct {
 	cpu        *CPU
 	cpuErr     error
 	all        []Addr
+	classes    map[Addr]classEntry // classes read before their Function was made
 	accels     []*Function
 	extraAccel map[Addr]bool
 	versions   map[string]string // module versions, by module
+	// What every pair of a domain, a root-bus pair or an exporter shares,
+	// worked out once: the chipset NVIDIA flags in a domain, the
+	// host-bridge decision for two root buses under one set of rules,
+	// the functions an exporter may own.
+	flagged   map[uint32]flaggedEntry
+	hostDec   map[hostKey]hostDecision
+	exporters map[string]exporterEntry
 
 	overrideOnce sync.Once
 	override     int
+}
+
+type classEntry struct {
+	class uint32
+	err   error
 }
 
 type hostBridgeEntry struct {
@@ -332,11 +345,39 @@ func (t *Topology) functionLocked(a Addr) (*Function, error) {
 		f, ok := t.fns[c]
 		if !ok {
 			f = &Function{Addr: c, Upstream: up, Root: root, Depth: i, src: t.src}
+			if e, ok := t.classes[c]; ok {
+				f.classOnce.Do(func() { f.class, f.classErr = e.class, e.err })
+			}
 			t.fns[c] = f
 		}
 		up = f
 	}
 	return up, nil
+}
+
+// classOf returns a function's PCI class: its Function's when there is one,
+// else read by address alone (through the bus/pci/devices link, without the
+// readlink that places a function in the tree), and kept for the Function
+// made later. A scan over every function needs nothing more of most.
+func (t *Topology) classOf(a Addr) (uint32, error) {
+	t.mu.Lock()
+	f := t.fns[a]
+	e, ok := t.classes[a]
+	t.mu.Unlock()
+	if f != nil {
+		return f.Class()
+	}
+	if ok {
+		return e.class, e.err
+	}
+	c, err := t.src.Class(a)
+	t.mu.Lock()
+	if t.classes == nil {
+		t.classes = map[Addr]classEntry{}
+	}
+	t.classes[a] = classEntry{c, err}
+	t.mu.Unlock()
+	return c, err
 }
 
 // CPU returns the boot CPU, reading it once.
@@ -396,16 +437,23 @@ func (t *Topology) Accelerators() ([]*Function, error) {
 	}
 	out := []*Function{}
 	for _, a := range all {
+		c, err := t.classOf(a)
+		if err != nil {
+			continue
+		}
+		if !t.extraAccel[a] && !pciclass.IsAccelerator(c) {
+			if !pciclass.MaybeNeuron(c) {
+				continue
+			}
+			if v, d, err := t.functionIDs(a); err != nil || !pciclass.IsNeuron(v, d) {
+				continue
+			}
+		}
 		f, err := t.Function(a)
 		if err != nil {
 			continue
 		}
-		if _, err := f.Class(); err != nil {
-			continue
-		}
-		if t.extraAccel[a] || f.isAccelerator() {
-			out = append(out, f)
-		}
+		out = append(out, f)
 	}
 	t.mu.Lock()
 	t.accels = out

@@ -67,6 +67,8 @@ type Verdict struct {
 	Hint   string `json:"hint,omitempty"`
 
 	fig *figures // bandwidth and latency, worked out on first use
+	// explain: Reason and Hint are written (see Options.NoReasons).
+	explain bool
 }
 
 // figures holds a verdict's bandwidth and latency. Reading link widths and
@@ -154,12 +156,14 @@ func (v *Verdict) KernelDistance() int {
 }
 
 // computeVerdict applies the kernel's calc_map_type_and_dist of the rules
-// ru to p and c.
-func (t *Topology) computeVerdict(ru *kernelRules, p, c *Function) *Verdict {
-	v := &Verdict{Provider: p.Addr, Client: c.Addr, Source: SourceComputed, Certain: true, ACSRedirect: []Addr{}, Kernel: ru.Release}
+// ru to p and c; explain writes the verdict's Reason and Hint.
+func (t *Topology) computeVerdict(ru *kernelRules, p, c *Function, explain bool) *Verdict {
+	v := &Verdict{Provider: p.Addr, Client: c.Addr, Source: SourceComputed, Certain: true, ACSRedirect: []Addr{}, Kernel: ru.Release, explain: explain}
 	if ru.Unmodelled {
 		v.Certain = false
-		v.addReason(fmt.Sprintf("Linux %s predates the rules efap2p models (5.4 and later): 5.4's are applied.", ru.Release))
+		if explain {
+			v.addReason(fmt.Sprintf("Linux %s predates the rules efap2p models (5.4 and later): 5.4's are applied.", ru.Release))
+		}
 	}
 	lca := commonAncestor(p, c)
 	if lca == nil {
@@ -198,7 +202,9 @@ func (t *Topology) computeVerdict(ru *kernelRules, p, c *Function) *Verdict {
 		if p == c {
 			v.Rule = RuleSameFunction
 		}
-		v.addReason(busAddrReason(v, p == c))
+		if explain {
+			v.addReason(busAddrReason(v, p == c))
+		}
 		return v
 	}
 	v.MapType = MapThruHostBridge
@@ -239,6 +245,31 @@ func (d hostDecision) allowed() bool {
 // with the HMAT series, a reachable HMAT path from the client's host bridge
 // to the provider's.
 func (t *Topology) hostDecide(ru *kernelRules, pr, cr RootBus) hostDecision {
+	k := hostKey{ru, pr, cr}
+	t.mu.Lock()
+	d, ok := t.hostDec[k]
+	t.mu.Unlock()
+	if ok {
+		return d
+	}
+	d = t.decideHost(ru, pr, cr)
+	t.mu.Lock()
+	if t.hostDec == nil {
+		t.hostDec = map[hostKey]hostDecision{}
+	}
+	t.hostDec[k] = d
+	t.mu.Unlock()
+	return d
+}
+
+// hostKey names a host-bridge decision: it depends on the rules and the
+// two root buses only.
+type hostKey struct {
+	ru     *kernelRules
+	pr, cr RootBus
+}
+
+func (t *Topology) decideHost(ru *kernelRules, pr, cr RootBus) hostDecision {
 	var d hostDecision
 	cpu, err := t.CPU()
 	d.cpu, d.cpuKnown = cpu, err == nil && cpu.Known
@@ -274,6 +305,33 @@ func (t *Topology) hostBridgeAllows(ru *kernelRules, pr, cr RootBus) bool {
 
 // hostBridgeCheck decides a THRU_HOST_BRIDGE path and explains it.
 func (t *Topology) hostBridgeCheck(ru *kernelRules, v *Verdict, p, c *Function, acsPath bool) {
+	d := t.hostDecide(ru, p.Root, c.Root)
+	switch {
+	case d.byCPU:
+		v.Rule = RuleCPU
+	case d.bridge.ok:
+		v.Rule = RuleWhitelist
+		v.Whitelist = d.bridge.entry
+	case d.hmat != nil && d.hmat.allowed:
+		v.Rule = RuleACPI
+		v.Source = SourceACPI
+	default:
+		v.MapType = MapNotSupported
+		v.Rule = RuleHostBridge
+		if !d.bridge.known || !d.cpuKnown {
+			v.Certain = false
+		}
+		if d.hmat != nil && !d.hmat.known {
+			v.Certain = false
+		}
+	}
+	if v.explain {
+		v.addReason(hostBridgeReason(ru, v, p, c, acsPath, d))
+	}
+}
+
+// hostBridgeReason explains the host-bridge check's decision d.
+func hostBridgeReason(ru *kernelRules, v *Verdict, p, c *Function, acsPath bool, d hostDecision) string {
 	var why strings.Builder
 	if acsPath {
 		why.WriteString(acsReason(v))
@@ -285,14 +343,10 @@ func (t *Topology) hostBridgeCheck(ru *kernelRules, v *Verdict, p, c *Function, 
 			fmt.Fprintf(&why, " of %s. ", p.Root)
 		}
 	}
-	d := t.hostDecide(ru, p.Root, c.Root)
 	switch {
 	case d.byCPU:
-		v.Rule = RuleCPU
 		fmt.Fprintf(&why, "The %s family 0x%x CPU supports P2P DMA through its host bridges (THRU_HOST_BRIDGE, distance %d).", d.cpu.VendorName(), d.cpu.Family, v.Distance)
 	case d.bridge.ok:
-		v.Rule = RuleWhitelist
-		v.Whitelist = d.bridge.entry
 		name := func(e *WhitelistEntry) string {
 			if e.Device == AnyDevice {
 				return "every device of vendor " + hexID(e.Vendor, 0)[:4] + ", " + e.Note
@@ -305,18 +359,8 @@ func (t *Topology) hostBridgeCheck(ru *kernelRules, v *Verdict, p, c *Function, 
 			fmt.Fprintf(&why, "The host bridge (%s) is in the P2PDMA whitelist of %s (THRU_HOST_BRIDGE, distance %d).", name(d.bridge.entry), ru.describe(), v.Distance)
 		}
 	case d.hmat != nil && d.hmat.allowed:
-		v.Rule = RuleACPI
-		v.Source = SourceACPI
 		fmt.Fprintf(&why, "Neither the CPU rule nor the whitelist allows it (%s), but %s: with the HMAT P2P series the kernel allows it (THRU_HOST_BRIDGE, distance %d).", d.bridge.why, d.hmat.why, v.Distance)
 	default:
-		v.MapType = MapNotSupported
-		v.Rule = RuleHostBridge
-		if !d.bridge.known || !d.cpuKnown {
-			v.Certain = false
-		}
-		if d.hmat != nil && !d.hmat.known {
-			v.Certain = false
-		}
 		if d.hmat != nil {
 			fmt.Fprintf(&why, "%s cannot be used for peer-to-peer DMA as the client and provider (%s) do not share an upstream bridge, whitelisted host bridge, or HMAT-described P2P path: %s; %s", c.Addr, p.Addr, d.bridge.why, d.hmat.why)
 		} else {
@@ -332,7 +376,7 @@ func (t *Topology) hostBridgeCheck(ru *kernelRules, v *Verdict, p, c *Function, 
 		}
 		why.WriteString(".")
 	}
-	v.addReason(why.String())
+	return why.String()
 }
 
 // acsReason explains an ACS-forced detour and sets the kernel's hint.
