@@ -115,7 +115,9 @@ type DmabufDecision struct {
 
 // Dmabuf decides a registration by NIC client of a dma-buf exported by
 // expName. It wraps ErrSystemMemory or ErrUnknownExporter when there is no
-// peer to judge.
+// peer to judge. The candidates' verdicts are not cached (Compute): a
+// driver such as a NIC's own may own thousands of functions, each asked
+// about once per NIC.
 func (o *Oracle) Dmabuf(client Addr, expName string) (*DmabufDecision, error) {
 	cands, err := o.topo.exporterCandidates(expName)
 	if err != nil {
@@ -123,7 +125,7 @@ func (o *Oracle) Dmabuf(client Addr, expName string) (*DmabufDecision, error) {
 	}
 	d := &DmabufDecision{Exporter: expName, Refuse: true}
 	for _, a := range cands {
-		v, err := o.Verdict(a, client)
+		v, err := o.Compute(a, client)
 		if err != nil {
 			return nil, err
 		}

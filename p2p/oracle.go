@@ -197,6 +197,32 @@ func (o *Oracle) missed() {
 	o.misses = 0
 }
 
+// Compute returns the verdict for the pair like Verdict, without caching
+// one it works out (a cached one is returned as it is): for a caller that
+// asks each pair once, such as an export of every pair of a large machine,
+// where the cache would only hold hundreds of megabytes. The functions'
+// attributes and config reads are cached all the same.
+func (o *Oracle) Compute(provider, client Addr) (*Verdict, error) {
+	k, narrow := pairKey(provider, client)
+	if narrow {
+		if v, ok := (*o.read.Load())[k]; ok {
+			return v, nil
+		}
+	}
+	o.mu.Lock()
+	var v *Verdict
+	if narrow {
+		v = o.dirty[k]
+	} else {
+		v = o.wide[pair{provider, client}]
+	}
+	o.mu.Unlock()
+	if v != nil {
+		return v, nil
+	}
+	return o.build(provider, client, !o.opts.NoReasons)
+}
+
 // Explain returns the verdict for the pair with its Reason and Hint. It is
 // Verdict, except for an oracle made with Options.NoReasons, whose cached
 // verdicts have none: the pair is then worked out again, explained (the
@@ -242,7 +268,7 @@ func (o *Oracle) compute(provider, client Addr, k uint64, narrow bool) (*Verdict
 // the topology file; explain writes its Reason and Hint.
 func (o *Oracle) build(provider, client Addr, explain bool) (*Verdict, error) {
 	if o.file != nil {
-		if tp := o.file.pairs[pair{provider, client}]; tp != nil {
+		if tp := o.file.pair(provider, client); tp != nil {
 			return o.file.verdict(tp, explain), nil
 		}
 	}
