@@ -156,11 +156,27 @@ func Key(a p2p.Addr) uint64 {
 // BuildIndex works out the index for the topology file tf, read by the
 // engine e (whose oracle reads tf), bound to the JSON file's identity id.
 func BuildIndex(e *Engine, tf *p2p.TopologyFile, id JSONIdentity) (*Index, error) {
+	return buildIndex(e, &tf.Machine, peersOf(tf), id)
+}
+
+// peersOf lists the providers of the file's pairs by client.
+func peersOf(tf *p2p.TopologyFile) map[p2p.Addr][]p2p.Addr {
+	out := map[p2p.Addr][]p2p.Addr{}
+	for i := range tf.Pairs {
+		p := &tf.Pairs[i]
+		out[p.Client] = append(out[p.Client], p.Provider)
+	}
+	return out
+}
+
+// buildIndex is BuildIndex for the file's machine and its pairs' providers
+// by client.
+func buildIndex(e *Engine, m *p2p.TopoMachine, peersOf map[p2p.Addr][]p2p.Addr, id JSONIdentity) (*Index, error) {
 	if e.Err() != nil {
 		return nil, e.Err()
 	}
-	ix := &Index{JSON: id, BootBound: tf.Machine.BootID != "", Kernel: tf.Machine.Kernel, BootID: tf.Machine.BootID}
-	for _, f := range tf.Machine.Functions {
+	ix := &Index{JSON: id, BootBound: m.BootID != "", Kernel: m.Kernel, BootID: m.BootID}
+	for _, f := range m.Functions {
 		var v, d uint16
 		if _, err := fmt.Sscanf(f.ID, "%04x:%04x", &v, &d); err != nil {
 			return nil, fmt.Errorf("machine function %s: id %q: %w", f.Addr, f.ID, err)
@@ -192,10 +208,6 @@ func BuildIndex(e *Engine, tf *p2p.TopologyFile, id JSONIdentity) (*Index, error
 	if len(ix.Kernel) >= kernelLen || len(ix.BootID) >= bootLen {
 		return nil, fmt.Errorf("kernel release %q or boot ID %q too long for an index", ix.Kernel, ix.BootID)
 	}
-	peersOf := map[p2p.Addr][]p2p.Addr{}
-	for _, p := range tf.Pairs {
-		peersOf[p.Client] = append(peersOf[p.Client], p.Provider)
-	}
 	var nicKeys []uint64
 	perNIC := map[string][]IndexDmabuf{}
 	for _, dev := range devs {
@@ -210,13 +222,29 @@ func BuildIndex(e *Engine, tf *p2p.TopologyFile, id JSONIdentity) (*Index, error
 		if nic.Reaches {
 			n.Flags |= NICReaches
 		}
-		if e.RefusableAt(dev.Addr) {
+		// each (NIC, exporter) decision once: the refusable flag and the
+		// records read the same ones
+		type decision struct {
+			d   *p2p.DmabufDecision
+			err error
+		}
+		decided := map[string]decision{}
+		decide := func(exp string) (*p2p.DmabufDecision, error) {
+			r, ok := decided[exp]
+			if !ok {
+				r.d, r.err = e.oracle.Dmabuf(dev.Addr, exp)
+				decided[exp] = r
+			}
+			return r.d, r.err
+		}
+		if e.refusableWith(decide) {
 			n.Flags |= NICRefusable
 		}
 		ix.NICs = append(ix.NICs, n)
 		nicKeys = append(nicKeys, n.Key)
 		for exp := range exporters {
-			d := e.DmabufAt(dev.Name, dev.Addr, exp)
+			dd, err := decide(exp)
+			d := e.dmabufOf(dev.Name, dev.Addr, exp, dd, err)
 			if d.Decision == DmabufPass {
 				// what the front does with a pass: the real function,
 				// or the errno; the rest is for nobody

@@ -23,6 +23,11 @@ func WriteTopology(name string, tf *p2p.TopologyFile, s *p2p.Sysfs, opts p2p.Opt
 	if err != nil {
 		return err
 	}
+	// What the index needs of tf, so that its pairs can go (the GC frees
+	// them) while the file is read back: a large machine's are hundreds
+	// of megabytes, held twice otherwise.
+	machine, peers := tf.Machine, peersOf(tf)
+	tf = nil
 	dir := filepath.Dir(name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -34,12 +39,13 @@ func WriteTopology(name string, tf *p2p.TopologyFile, s *p2p.Sysfs, opts p2p.Opt
 	if err := syscall.Stat(name, &st); err != nil {
 		return &os.PathError{Op: "stat", Path: name, Err: err}
 	}
-	opts.TopologyFile, opts.TopologyFiles = name, nil
+	// the index's sentences are explained one by one (Engine.reason)
+	opts.TopologyFile, opts.TopologyFiles, opts.NoReasons = name, nil, true
 	o := p2p.NewOracleWith(p2p.NewTopology(s), opts)
 	if err := o.TopologyFileError(); err != nil {
 		return fmt.Errorf("the file just written cannot be read back: %w", err)
 	}
-	ix, err := BuildIndex(NewFromOracle(s, o), tf, JSONIdentity{
+	ix, err := buildIndex(NewFromOracle(s, o), &machine, peers, JSONIdentity{
 		Size: uint64(st.Size), MtimeNs: uint64(st.Mtim.Sec)*1e9 + uint64(st.Mtim.Nsec), Ino: st.Ino})
 	if err != nil {
 		return err

@@ -29,6 +29,8 @@ type oracleFlags struct {
 	// default places (export reads only the operator's file, and only
 	// with --boot).
 	inputs []string
+	// noReasons: the command prints no verdict's reason (p2p.Options).
+	noReasons bool
 }
 
 func (o *oracleFlags) register(fs *flag.FlagSet, withTopology bool) {
@@ -59,7 +61,7 @@ func (o *oracleFlags) open() (*p2p.Oracle, *p2p.Sysfs, error) {
 	if err != nil {
 		return nil, nil, inputError{err}
 	}
-	opts := p2p.Options{TopologyFile: o.topology, TopologyFiles: o.inputs}
+	opts := p2p.Options{TopologyFile: o.topology, TopologyFiles: o.inputs, NoReasons: o.noReasons}
 	if opts.TopologyFile == "" && opts.TopologyFiles == nil {
 		opts.TopologyFiles = p2p.TopologyFileCandidates()
 	}
