@@ -37,6 +37,7 @@ Measured $(date -u +%Y-%m-%d) on $(nproc) CPUs, $(uname -sr), machine model \`$m
 
 The first figure bounds how fast a test can open emulated devices. The second
 is what \`efap2p sim\` costs every process it starts that never uses RDMA: the
-library is loaded and relocated; it has no constructor, starts no thread, and
-reads its configuration only when an RDMA path is first touched.
+library is loaded and relocated, and its constructor looks up the libc functions it
+interposes; it starts no thread and reads its configuration only when an RDMA path is
+first touched.
 MD

@@ -6,11 +6,12 @@
  *   - fstat: an anonymous inode (mode 0600, no file type) of the buffer size;
  *   - /proc/self/fdinfo/<fd>: pos, flags, mnt_id, ino, then the dma-buf
  *     lines size, count, exp_name, and name once DMA_BUF_SET_NAME set it;
- *   - ioctl: DMA_BUF_SET_NAME, DMA_BUF_IOCTL_SYNC; others ENOTTY.
+ *   - ioctl: DMA_BUF_SET_NAME, DMA_BUF_IOCTL_SYNC; others ENOTTY;
+ *   - write: EINVAL (a dma-buf has no write method).
  * The owning PCI function is not visible through libc, as on a real host:
  * only the emulated kernel (REG_DMABUF_MR) knows it.
  */
-#include "internal.h"
+#include "objects.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -67,38 +68,42 @@ static int dmabuf_fill(struct efasim_dmabuf *db, const char *owner_pci, const ch
 	return 0;
 }
 
+static const struct efasim_file_ops dmabuf_ops;
+
 static int dmabuf_create(const char *owner_pci, const char *exp_name, size_t size)
 {
-	struct efasim_dmabuf db;
-	struct efasim_file *f;
+	struct efasim_dmabuf *db = malloc(sizeof(*db));
 	int fd, rc;
 
-	rc = dmabuf_fill(&db, owner_pci, exp_name, size);
+	if (!db)
+		return -ENOMEM;
+	rc = dmabuf_fill(db, owner_pci, exp_name, size);
 	if (rc)
-		return rc;
+		goto err_free;
 	fd = memfd_create("efasim-dmabuf", MFD_CLOEXEC);
-	if (fd < 0)
-		return -errno;
+	if (fd < 0) {
+		rc = -errno;
+		goto err_free;
+	}
 	if (ftruncate(fd, (off_t)size) < 0) {
 		rc = -errno;
-		efasim_sys_close(fd);
-		return rc;
+		goto err_close;
 	}
-	f = efasim_file_new(EFASIM_DMABUF, fd);
-	if (!f) {
-		efasim_sys_close(fd);
-		return -ENOMEM;
-	}
-	f->db = db;
+	rc = -ENOMEM;
+	if (efasim_file_init(&db->file, &dmabuf_ops, fd))
+		goto err_close;
 	efasim_lock();
-	rc = efasim_fd_insert_locked(fd, f);
+	rc = efasim_fd_insert_locked(fd, &db->file);
 	efasim_unlock();
-	if (rc) {
-		free(f);
-		efasim_sys_close(fd);
-		return rc;
-	}
+	if (rc)
+		goto err_close;
 	return fd;
+
+err_close:
+	efasim_sys_close(fd);
+err_free:
+	free(db);
+	return rc;
 }
 
 EFASIM_API int efasim_dmabuf_create(const char *owner_pci, const char *exp_name, size_t size)
@@ -122,29 +127,39 @@ EFASIM_API int efasim_dmabuf_create(const char *owner_pci, const char *exp_name,
 	return fd;
 }
 
-void efasim_dmabuf_fstat(const struct efasim_file *f, struct stat *st)
+struct efasim_dmabuf *efasim_dmabuf_of(struct efasim_file *f)
 {
+	return f->ops == &dmabuf_ops ? (struct efasim_dmabuf *)f : NULL;
+}
+
+static bool dmabuf_fstat(struct efasim_file *f, int fd, struct stat *st)
+{
+	if (syscall(SYS_newfstatat, fd, "", st, AT_EMPTY_PATH))
+		return false;
 	/* alloc_anon_inode: mode 0600 without a file type, size of the buffer */
 	st->st_mode = S_IRUSR | S_IWUSR;
-	st->st_size = (off_t)f->db.size;
+	st->st_size = (off_t)efasim_dmabuf_of(f)->size;
 	st->st_blocks = 0;
 	st->st_blksize = 4096;
 	st->st_nlink = 1;
 	st->st_uid = 0;
 	st->st_gid = 0;
+	return true;
 }
 
-void efasim_dmabuf_statfs(struct statfs *sf)
+static bool dmabuf_statfs(struct efasim_file *f, struct statfs *sf)
 {
+	(void)f;
 	memset(sf, 0, sizeof(*sf));
 	sf->f_type = DMA_BUF_MAGIC;
 	sf->f_bsize = 4096;
 	sf->f_frsize = 4096;
 	sf->f_namelen = 255;
+	return true;
 }
 
 /* strndup_user(name, DMA_BUF_NAME_LEN): EFAULT, or EINVAL when too long */
-static int set_name(struct efasim_file *f, uint64_t uname)
+static int set_name(struct efasim_dmabuf *db, uint64_t uname)
 {
 	char name[DMA_BUF_NAME_LEN];
 	size_t i;
@@ -153,7 +168,7 @@ static int set_name(struct efasim_file *f, uint64_t uname)
 		if (efasim_copy_in(&name[i], uname + i, 1))
 			return -EFAULT;
 		if (!name[i]) {
-			memcpy(f->db.name, name, i + 1);
+			memcpy(db->name, name, i + 1);
 			return 0;
 		}
 	}
@@ -171,14 +186,14 @@ static int sync_buf(uint64_t uarg)
 	return 0;
 }
 
-int efasim_dmabuf_ioctl_locked(struct efasim_file *f, unsigned long req, void *arg)
+static int dmabuf_ioctl(struct efasim_file *f, unsigned long req, void *arg)
 {
 	int rc;
 
 	switch (req) {
 	case DMA_BUF_SET_NAME_A:
 	case DMA_BUF_SET_NAME_B:
-		rc = set_name(f, (uintptr_t)arg);
+		rc = set_name(efasim_dmabuf_of(f), (uintptr_t)arg);
 		efasim_trace("dma-buf ioctl SET_NAME -> %s", rc ? efasim_errname(-rc) : "ok");
 		return rc;
 	case DMA_BUF_IOCTL_SYNC:
@@ -187,48 +202,9 @@ int efasim_dmabuf_ioctl_locked(struct efasim_file *f, unsigned long req, void *a
 	return -ENOTTY;
 }
 
-/* Parses "<digits>" to the end; -1 if not a number. */
-static long parse_num(const char *s, const char **end)
+static int dmabuf_fdinfo(struct efasim_file *f, int fd, char *buf, size_t len)
 {
-	long v = 0;
-
-	if (*s < '0' || *s > '9')
-		return -1;
-	while (*s >= '0' && *s <= '9') {
-		v = v * 10 + (*s++ - '0');
-		if (v > 0x7fffffff)
-			return -1;
-	}
-	*end = s;
-	return v;
-}
-
-int efasim_fdinfo_target(const char *path)
-{
-	const char *p = path, *end;
-	long pid, fd;
-
-	if (strncmp(p, "/proc/", 6))
-		return -1;
-	p += 6;
-	if (!strncmp(p, "self/", 5)) {
-		p += 5;
-	} else if (!strncmp(p, "thread-self/", 12)) {
-		p += 12;
-	} else {
-		pid = parse_num(p, &end);
-		if (pid < 0 || *end != '/' || (pid != getpid() && pid != gettid()))
-			return -1;
-		p = end + 1;
-	}
-	if (strncmp(p, "fdinfo/", 7))
-		return -1;
-	fd = parse_num(p + 7, &end);
-	return (fd < 0 || *end) ? -1 : (int)fd;
-}
-
-static int fdinfo_text(int fd, const struct efasim_file *f, char *buf, size_t len)
-{
+	const struct efasim_dmabuf *db = efasim_dmabuf_of(f);
 	long fl = syscall(SYS_fcntl, fd, F_GETFL), fdfl = syscall(SYS_fcntl, fd, F_GETFD);
 	unsigned int flags;
 	int n;
@@ -240,35 +216,23 @@ static int fdinfo_text(int fd, const struct efasim_file *f, char *buf, size_t le
 		     "pos:\t0\nflags:\t0%o\nmnt_id:\t%d\nino:\t%lu\n"
 		     "size:\t%llu\ncount:\t%d\nexp_name:\t%s\n",
 		     flags, DMABUF_MNT_ID, (unsigned long)f->st_ino,
-		     (unsigned long long)f->db.size, f->refs, f->db.exp_name);
-	if (f->db.name[0])
-		n += snprintf(buf + n, len - (size_t)n, "name:\t%s\n", f->db.name);
+		     (unsigned long long)db->size, f->refs, db->exp_name);
+	if (db->name[0])
+		n += snprintf(buf + n, len - (size_t)n, "name:\t%s\n", db->name);
 	return n;
 }
 
-int efasim_fdinfo_open(int dmafd, int oflags)
+static void dmabuf_release(struct efasim_file *f)
 {
-	struct efasim_file *f;
-	char text[512];
-	int n, fd;
-
-	efasim_lock();
-	f = efasim_fd_get_locked(dmafd);
-	n = (f && f->kind == EFASIM_DMABUF) ? fdinfo_text(dmafd, f, text, sizeof(text)) : EFASIM_PASS;
-	efasim_unlock();
-	if (n < 0)
-		return n;
-	if ((oflags & O_ACCMODE) != O_RDONLY)
-		return -EACCES;
-	fd = memfd_create("efasim-fdinfo", (oflags & O_CLOEXEC) ? MFD_CLOEXEC : 0);
-	if (fd < 0)
-		return -errno;
-	errno = 0;
-	if (syscall(SYS_write, fd, text, (size_t)n) != n || lseek(fd, 0, SEEK_SET) != 0) {
-		n = errno ? -errno : -EIO;
-		efasim_sys_close(fd);
-		return n;
-	}
-	efasim_trace("open /proc/self/fdinfo/%d (dma-buf) = fd %d", dmafd, fd);
-	return fd;
+	free(efasim_dmabuf_of(f));
 }
+
+static const struct efasim_file_ops dmabuf_ops = {
+	.kind = EFASIM_DMABUF,
+	.name = "dma-buf",
+	.ioctl = dmabuf_ioctl,
+	.fstat = dmabuf_fstat,
+	.fstatfs = dmabuf_statfs,
+	.fdinfo = dmabuf_fdinfo,
+	.release = dmabuf_release,
+};

@@ -9,7 +9,8 @@
  *     (GID, QPN, Q-key) through the fabric (dp_fabric.c);
  *   - delivers what arrived in its QPs' inboxes: sends into the buffers of
  *     the RQ ring (up to the RQ doorbell), RDMA reads and writes into and
- *     out of registered memory (user memory or a fake dma-buf's pages);
+ *     out of registered memory (user memory or a fake dma-buf's pages,
+ *     found in the device's tables, dp_mem.c);
  *   - writes completions into the CQ ring with the phase protocol libefa
  *     polls (phase 1 on the first lap, flipped each lap, the flags byte
  *     written last), holding them back while the CQ is full (the consumer
@@ -24,12 +25,8 @@
  * mismatch) REMOTE_ERROR_BAD_DEST_QPN, a peer whose process died while an
  * operation was outstanding LOCAL_ERROR_UNRESP_REMOTE (detected within
  * ~100 ms), a peer QP destroyed meanwhile REMOTE_ERROR_ABORT.
- *
- * User memory is read and written with process_vm_readv/writev on this
- * process, as DMA would: a buffer unmapped behind the device's back gives
- * an error completion, never a crash.
  */
-#include "datapath.h"
+#include "engine.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -37,22 +34,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
-
-#if defined(__has_include)
-#if __has_include(<valgrind/memcheck.h>)
-#include <valgrind/memcheck.h>
-#define HAVE_VALGRIND 1
-#endif
-#endif
-
-#define EFA_CAP_RDMA_READ (1u << 0)
-#define EFA_CAP_RDMA_WRITE (1u << 5)
-
-enum { QPS_RESET, QPS_INIT, QPS_RTR, QPS_RTS, QPS_SQD, QPS_SQE, QPS_ERR };
-#define QPT_UD 4
 
 #define BUDGET 64
 #define SCAN_NS 20000000ull      /* timers: every 20 ms */
@@ -68,8 +51,8 @@ enum op_stage { OPS_FREE, OPS_TX, OPS_WAIT, OPS_RETRY };
 
 struct dp_sge {
 	uint64_t addr;
-	uint32_t len, mr; /* mr: the MR's handle in the QP's file */
-	uint32_t key;
+	uint32_t len;
+	uint32_t key; /* the MR's, whole: a region registered again has another */
 };
 
 struct dp_op {
@@ -105,7 +88,7 @@ struct dp_resp {
 	uint16_t status;
 	uint64_t op;
 	struct dp_peerent *pe;
-	uint32_t dst_qpn, mr, key;
+	uint32_t dst_qpn, key;
 	uint64_t raddr, total, offset;
 	struct dp_resp *next;
 };
@@ -118,98 +101,13 @@ static pthread_t engine_tid;
 static atomic_int zombie; /* engine_tid ended: to be joined */
 static atomic_int ending; /* the last QP went: the thread is ending */
 static pthread_cond_t ended = PTHREAD_COND_INITIALIZER;
-static atomic_int vm_broken; /* process_vm_* refused (seccomp): copy directly */
 
-uint64_t dp_now_ns(void)
+/* The MR of a key the device checked earlier, if it is still registered. */
+static const struct dp_mr *mr_again(const struct dp_qp *qp, uint32_t key)
 {
-	struct timespec ts;
+	const struct dp_mr *mr = dp_mr_lookup(qp->ctx, key, qp->pd);
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* ------------------------------------------------------------ memory */
-
-static int user_copy(bool out, uint64_t addr, void *local, size_t len)
-{
-	struct iovec l = { local, len }, r = { (void *)(uintptr_t)addr, len };
-	ssize_t n;
-
-	if (!atomic_load_explicit(&vm_broken, memory_order_relaxed)) {
-		n = out ? process_vm_writev(getpid(), &l, 1, &r, 1, 0)
-			: process_vm_readv(getpid(), &l, 1, &r, 1, 0);
-		if (n == (ssize_t)len) {
-#ifdef HAVE_VALGRIND
-			if (out && RUNNING_ON_VALGRIND)
-				VALGRIND_MAKE_MEM_DEFINED((void *)(uintptr_t)addr, len);
-#endif
-			return 0;
-		}
-		if (n >= 0 || (errno != ENOSYS && errno != EPERM && errno != EACCES))
-			return ST_INVALID_LKEY;
-		atomic_store(&vm_broken, 1);
-	}
-	if (efasim_user_mapped(addr, len))
-		return ST_INVALID_LKEY;
-	if (out)
-		memcpy((void *)(uintptr_t)addr, local, len);
-	else
-		memcpy(local, (const void *)(uintptr_t)addr, len);
-	return 0;
-}
-
-static int mr_range(const struct efasim_obj *mr, uint64_t iova, size_t len, uint64_t *off)
-{
-	if (iova < mr->iova || iova + len < iova || iova + len > mr->iova + mr->length)
-		return ST_INVALID_LKEY;
-	*off = iova - mr->iova;
-	return 0;
-}
-
-/* Copies len bytes between the MR's [iova, iova+len) and local: into the
- * MR when out. */
-static int mr_copy(bool out, const struct efasim_obj *mr, uint64_t iova, void *local, size_t len)
-{
-	uint64_t off;
-	uint8_t *mem;
-	int rc;
-
-	if (!len)
-		return 0;
-	rc = mr_range(mr, iova, len, &off);
-	if (rc)
-		return rc;
-	if (!mr->on_dmabuf)
-		return user_copy(out, mr->start + off, local, len);
-	if (!mr->map)
-		return ST_INVALID_LKEY;
-	mem = (uint8_t *)mr->map + mr->map_skew + off;
-	if (out)
-		memcpy(mem, local, len);
-	else
-		memcpy(local, mem, len);
-	return 0;
-}
-
-int dp_mem_read(const struct efasim_obj *mr, uint64_t iova, void *dst, size_t len)
-{
-	return mr_copy(false, mr, iova, dst, len);
-}
-
-int dp_mem_write(const struct efasim_obj *mr, uint64_t iova, const void *src, size_t len)
-{
-	return mr_copy(true, mr, iova, (void *)src, len);
-}
-
-/* The MR an SGE named at fetch time, if it is still registered. */
-static struct efasim_obj *sge_mr(struct dp_qp *qp, const struct dp_sge *s)
-{
-	struct efasim_obj *o;
-
-	if (s->mr >= qp->uv->nobjs)
-		return NULL;
-	o = &qp->uv->objs[s->mr];
-	return (o->type == EFASIM_OBJ_MR && o->key == s->key) ? o : NULL;
+	return mr && mr->key == key ? mr : NULL;
 }
 
 /* ------------------------------------------------------------ lists */
@@ -329,7 +227,7 @@ static void complete_rx(struct dp_qp *qp, uint16_t req_id, int status, uint32_t 
 			    ((p->flags & PKT_F_IMM) ? EFA_CQE_HAS_IMM : 0));
 	e.qp_num = (uint16_t)qp->qpn;
 	e.length = (uint16_t)len;
-	e.ah = dp_ah_number(qp->uv, qp->pd, p->src_gid);
+	e.ah = dp_ah_number(qp->ctx, qp->pd, p->src_gid);
 	e.src_qp_num = (uint16_t)p->src_qpn;
 	e.imm = p->imm;
 	memcpy(e.src_addr, p->src_gid, FAB_GID_LEN);
@@ -385,7 +283,7 @@ static struct dp_peerent *peer_get(struct dp_qp *qp, const uint8_t gid[FAB_GID_L
 	}
 	pe->nonce = fab_peer_nonce(pe->fp);
 	pe->alive = 1;
-	pe->checked_ns = dp_now_ns();
+	pe->checked_ns = efasim_now_ns();
 	return pe;
 }
 
@@ -422,13 +320,12 @@ static int wqe_sgl(struct dp_qp *qp, struct dp_op *op, const struct efa_tx_buf *
 	op->nsge = (uint8_t)n;
 	for (i = 0; i < n; i++) {
 		uint64_t addr = (uint64_t)b[i].addr_hi << 32 | b[i].addr_lo, off;
-		struct efasim_obj *mr = dp_mr_lookup(qp->uv, b[i].lkey & EFA_LKEY_MASK, qp->pd);
+		struct dp_mr *mr = dp_mr_lookup(qp->ctx, b[i].lkey & EFA_LKEY_MASK, qp->pd);
 
-		if (!mr || (mr->access & need) != need || mr_range(mr, addr, b[i].length, &off))
+		if (!mr || (mr->access & need) != need || dp_mr_range(mr, addr, b[i].length, &off))
 			return ST_INVALID_LKEY;
 		op->sge[i].addr = addr;
 		op->sge[i].len = b[i].length;
-		op->sge[i].mr = (uint32_t)(mr - qp->uv->objs);
 		op->sge[i].key = mr->key;
 		op->total += b[i].length;
 	}
@@ -456,7 +353,7 @@ static int wqe_parse(struct dp_qp *qp, struct dp_op *op, const struct efa_tx_wqe
 	    (kind == EFA_OP_RDMA_READ && !(qp->dev->device_caps & EFA_CAP_RDMA_READ)) ||
 	    (kind == EFA_OP_RDMA_WRITE && !(qp->dev->device_caps & EFA_CAP_RDMA_WRITE)))
 		return ST_INVALID_OP;
-	ah = dp_ah_lookup(qp->uv, w->ah, qp->pd);
+	ah = dp_ah_lookup(qp->ctx, w->ah, qp->pd);
 	if (!ah)
 		return ST_INVALID_AH;
 	memcpy(op->gid, ah->gid, FAB_GID_LEN);
@@ -520,7 +417,7 @@ static int sq_fetch(struct dp_qp *qp)
 		op = &qp->ops[qp->op_free[--qp->nfree]];
 		op->seq = qp->sq_ci++;
 		op->peer = NULL;
-		op->last = dp_now_ns();
+		op->last = efasim_now_ns();
 		op->stage = OPS_FREE;
 		st = wqe_parse(qp, op, &w);
 		if (st) {
@@ -563,7 +460,7 @@ static int gather(struct dp_qp *qp, struct dp_op *op, uint8_t *dst, uint64_t off
 		return ST_OK;
 	}
 	for (i = 0; i < op->nsge && len; i++) {
-		struct efasim_obj *mr;
+		const struct dp_mr *mr;
 		uint64_t n;
 		int rc;
 
@@ -572,7 +469,7 @@ static int gather(struct dp_qp *qp, struct dp_op *op, uint8_t *dst, uint64_t off
 			continue;
 		}
 		n = op->sge[i].len - off < len ? op->sge[i].len - off : len;
-		mr = sge_mr(qp, &op->sge[i]);
+		mr = mr_again(qp, op->sge[i].key);
 		if (!mr)
 			return ST_INVALID_LKEY;
 		rc = dp_mem_read(mr, op->sge[i].addr + off, dst, n);
@@ -729,7 +626,7 @@ static void nack(struct dp_qp *qp, const struct fab_pkt *p, int status)
 /* One step of the reply at the head: 1 progress, 0 blocked, -1 done. */
 static int resp_step(struct dp_qp *qp, struct dp_resp *r)
 {
-	struct efasim_obj *mr;
+	const struct dp_mr *mr;
 	struct fab_pkt *p;
 	uint64_t chunk;
 	void *pl;
@@ -750,10 +647,8 @@ static int resp_step(struct dp_qp *qp, struct dp_resp *r)
 	chunk = r->total - r->offset;
 	if (chunk > fab_peer_max_payload(r->pe->fp))
 		chunk = fab_peer_max_payload(r->pe->fp);
-	mr = r->mr < qp->uv->nobjs ? &qp->uv->objs[r->mr] : NULL;
-	st = (mr && mr->type == EFASIM_OBJ_MR && mr->key == r->key)
-		     ? dp_mem_read(mr, r->raddr + r->offset, pl, chunk)
-		     : ST_INVALID_LKEY;
+	mr = mr_again(qp, r->key);
+	st = mr ? dp_mem_read(mr, r->raddr + r->offset, pl, chunk) : ST_INVALID_LKEY;
 	if (st) { /* deregistered or unreadable meanwhile */
 		p->type = PKT_NACK;
 		p->status = ST_REM_BAD_ADDRESS;
@@ -844,10 +739,10 @@ static int scatter(struct dp_qp *qp, const struct efa_rx_desc *d, int n, struct 
 	int i, j = 0, rc;
 
 	for (i = 0; i < n && j < nsrc; i++) {
-		struct efasim_obj *mr = dp_mr_lookup(qp->uv, d[i].lkey_ctrl & EFA_LKEY_MASK, qp->pd);
+		struct dp_mr *mr = dp_mr_lookup(qp->ctx, d[i].lkey_ctrl & EFA_LKEY_MASK, qp->pd);
 		uint64_t addr = (uint64_t)d[i].addr_hi << 32 | d[i].addr_lo, off, room = d[i].length;
 
-		if (!mr || !(mr->access & 1u) || mr_range(mr, addr, d[i].length, &off))
+		if (!mr || !(mr->access & 1u) || dp_mr_range(mr, addr, d[i].length, &off))
 			return ST_INVALID_LKEY;
 		while (room && j < nsrc) {
 			uint64_t k = src[j].len < room ? src[j].len : room;
@@ -937,13 +832,13 @@ static void rx_send(struct dp_qp *qp, const struct fab_pkt *p, const uint8_t *pl
 		nack(qp, p, st == ST_BAD_LENGTH ? ST_REM_BAD_LENGTH : ST_REM_BAD_STATUS);
 }
 
-static struct efasim_obj *rkey_mr(struct dp_qp *qp, const struct fab_pkt *p, uint32_t access,
-				  uint64_t len)
+static struct dp_mr *rkey_mr(struct dp_qp *qp, const struct fab_pkt *p, uint32_t access,
+			     uint64_t len)
 {
-	struct efasim_obj *mr = dp_mr_lookup(qp->uv, p->rkey, qp->pd);
+	struct dp_mr *mr = dp_mr_lookup(qp->ctx, p->rkey, qp->pd);
 	uint64_t off;
 
-	if (!mr || (mr->access & access) != access || mr_range(mr, p->raddr, len, &off))
+	if (!mr || (mr->access & access) != access || dp_mr_range(mr, p->raddr, len, &off))
 		return NULL;
 	return mr;
 }
@@ -951,7 +846,7 @@ static struct efasim_obj *rkey_mr(struct dp_qp *qp, const struct fab_pkt *p, uin
 static void rx_read_req(struct dp_qp *qp, const struct fab_pkt *p)
 {
 	struct dp_resp job = { 0 };
-	struct efasim_obj *mr;
+	struct dp_mr *mr;
 
 	if (!rx_admit(qp, p))
 		return;
@@ -964,7 +859,6 @@ static void rx_read_req(struct dp_qp *qp, const struct fab_pkt *p)
 		nack(qp, p, ST_REM_BAD_ADDRESS);
 		return;
 	}
-	job.mr = (uint32_t)(mr - qp->uv->objs);
 	job.key = mr->key;
 	job.raddr = p->raddr;
 	job.total = p->total;
@@ -973,7 +867,7 @@ static void rx_read_req(struct dp_qp *qp, const struct fab_pkt *p)
 
 static void rx_write(struct dp_qp *qp, const struct fab_pkt *p, const uint8_t *pl)
 {
-	struct efasim_obj *mr;
+	struct dp_mr *mr;
 	struct efa_rx_desc d[16];
 	uint16_t req_id = 0;
 	int n = 0, rc;
@@ -1011,7 +905,7 @@ static void rx_write(struct dp_qp *qp, const struct fab_pkt *p, const uint8_t *p
 static void rx_reply(struct dp_qp *qp, const struct fab_pkt *p, const uint8_t *pl, uint64_t now)
 {
 	struct dp_op *op = op_find(qp, p->op, p);
-	struct efasim_obj *mr;
+	const struct dp_mr *mr;
 	int st;
 
 	if (!op || op->stage != OPS_WAIT)
@@ -1040,7 +934,7 @@ static void rx_reply(struct dp_qp *qp, const struct fab_pkt *p, const uint8_t *p
 			complete_tx(qp, op, ST_REM_BAD_STATUS);
 			return;
 		}
-		mr = sge_mr(qp, &op->sge[0]);
+		mr = mr_again(qp, op->sge[0].key);
 		st = mr ? dp_mem_write(mr, op->sge[0].addr + p->offset, pl, p->len) : ST_INVALID_LKEY;
 		if (st) {
 			complete_tx(qp, op, st);
@@ -1139,7 +1033,12 @@ static void timers(struct dp_qp *qp, uint64_t now, int *work)
 int dp_qp_setup(struct dp_qp *qp)
 {
 	uint32_t i;
+	int rc;
 
+	rc = fab_qp_create(qp->dev->gid, qp->dev->max_qp, qp->type == QPT_UD ? 1 : 2,
+			   qp->dev->max_msg_sz, &qp->inbox, &qp->qpn);
+	if (rc)
+		return rc;
 	qp->pid = getpid();
 	qp->ops = calloc(qp->sq_cnt, sizeof(*qp->ops));
 	qp->op_free = calloc(qp->sq_cnt, sizeof(*qp->op_free));
@@ -1148,6 +1047,8 @@ int dp_qp_setup(struct dp_qp *qp)
 		free(qp->op_free);
 		qp->ops = NULL;
 		qp->op_free = NULL;
+		fab_qp_destroy(qp->inbox);
+		qp->inbox = NULL;
 		return -ENOMEM;
 	}
 	for (i = 0; i < qp->sq_cnt; i++) {
@@ -1186,6 +1087,7 @@ static void drop_all(struct dp_qp *qp, bool flush)
 
 void dp_qp_teardown(struct dp_qp *qp)
 {
+	bool own = qp->pid == getpid();
 	unsigned int b;
 
 	if (qp->ops)
@@ -1195,7 +1097,7 @@ void dp_qp_teardown(struct dp_qp *qp)
 			struct dp_peerent *pe = qp->peers[b];
 
 			qp->peers[b] = pe->hnext;
-			if (pe->fp && qp->pid == getpid())
+			if (pe->fp && own)
 				fab_peer_close(pe->fp);
 			else if (pe->fp)
 				fab_peer_forget(pe->fp); /* fork: the parent's claims stay */
@@ -1206,11 +1108,21 @@ void dp_qp_teardown(struct dp_qp *qp)
 	free(qp->op_free);
 	qp->ops = NULL;
 	qp->op_free = NULL;
+	if (own)
+		fab_qp_destroy(qp->inbox);
+	else
+		fab_qp_forget(qp->inbox);
+	qp->inbox = NULL;
 }
 
-void dp_qp_state_changed(struct dp_qp *qp, uint32_t old_state)
+void dp_qp_set_state(struct dp_qp *qp, uint32_t state)
 {
-	(void)old_state;
+	uint32_t old = qp->state;
+
+	qp->state = state;
+	fab_qp_publish(qp->inbox, qp->qkey, qp->state);
+	if (old == state)
+		return;
 	if (qp->state == QPS_RESET) {
 		/* the device forgets the queues; libefa restarts its counters */
 		drop_all(qp, false);
@@ -1386,7 +1298,7 @@ static void *engine_main(void *arg)
 	(void)arg;
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
 	for (;;) {
-		uint64_t now = dp_now_ns();
+		uint64_t now = efasim_now_ns();
 		uint32_t seq;
 		int work;
 		bool any;
@@ -1426,6 +1338,16 @@ static void *engine_main(void *arg)
 	return NULL;
 }
 
+/* fork: the child runs no engine and serves none of the parent's queues
+ * (their pid says whose they are); its first QP starts its own. */
+static void atfork_child(void)
+{
+	started = 0;
+	zombie = 0; /* the parent's thread is not the child's */
+	atomic_store(&ending, 0);
+	fab_atfork_child();
+}
+
 int dp_engine_start_locked(void)
 {
 	pthread_attr_t attr;
@@ -1438,6 +1360,9 @@ int dp_engine_start_locked(void)
 		return 0;
 	}
 	reap_locked();
+	rc = efasim_atfork_child_locked(atfork_child);
+	if (rc)
+		return rc;
 	rc = fab_engine_init();
 	if (rc)
 		return rc;
@@ -1457,14 +1382,4 @@ int dp_engine_start_locked(void)
 	started_pid = getpid();
 	efasim_trace("device engine started");
 	return 0;
-}
-
-/* fork: the child runs no engine and serves none of the parent's queues
- * (their pid says whose they are); its first QP starts its own. */
-void dp_atfork_child(void)
-{
-	started = 0;
-	zombie = 0; /* the parent's thread is not the child's */
-	atomic_store(&ending, 0);
-	fab_atfork_child();
 }

@@ -20,8 +20,12 @@
  * Files are created under a temporary name and renamed into place, so a
  * sender that still maps the file of a destroyed QP never sees the next
  * QP of that number. Everything is plain shared memory with C11 atomics.
+ *
+ * The files are opened, locked, mapped and closed with system calls, never
+ * through libc's names: those are the library's own interposers, a layer
+ * above.
  */
-#include "datapath.h"
+#include "fabric.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -187,9 +191,19 @@ static uint64_t random_u64(void)
 	uint64_t v = 0;
 
 	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v))
-		v = dp_now_ns() ^ ((uint64_t)getpid() << 32);
+		v = efasim_now_ns() ^ ((uint64_t)getpid() << 32);
 	v ^= atomic_fetch_add(&counter, 0x9e3779b97f4a7c15ull);
 	return v ? v : 1;
+}
+
+static int sys_open(const char *path, int flags)
+{
+	return (int)syscall(SYS_openat, AT_FDCWD, path, flags, 0600);
+}
+
+static void *sys_mmap_shared(int fd, size_t len)
+{
+	return (void *)syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)0);
 }
 
 static long futex(_Atomic uint32_t *w, int op, uint32_t val, const struct timespec *ts)
@@ -212,7 +226,7 @@ static struct fab_devfile *devfile(const uint8_t gid[FAB_GID_LEN], uint32_t max_
 			goto found;
 	if (ndevfiles == FAB_MAX_DEVS || path_of(path, sizeof(path), "dev", gid, -1))
 		return NULL;
-	fd = open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0600);
+	fd = sys_open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0));
 	if (fd < 0)
 		return NULL;
 	if (create) {
@@ -220,7 +234,7 @@ static struct fab_devfile *devfile(const uint8_t gid[FAB_GID_LEN], uint32_t max_
 		hdr[0] = FAB_MAGIC_DEV;
 		hdr[1] = max_qp;
 		if (lseek(fd, 0, SEEK_END) == 0 && pwrite(fd, hdr, sizeof(hdr), 0) != sizeof(hdr)) {
-			close(fd);
+			efasim_sys_close(fd);
 			return NULL;
 		}
 	}
@@ -246,7 +260,7 @@ static int lock_at(int fd, off_t off, short type, int cmd, pid_t *holder)
 {
 	struct flock fl = { .l_type = type, .l_whence = SEEK_SET, .l_start = off, .l_len = 1 };
 
-	if (fcntl(fd, cmd, &fl) < 0)
+	if (syscall(SYS_fcntl, fd, cmd, &fl) < 0)
 		return -errno;
 	if (holder)
 		*holder = fl.l_type == F_UNLCK ? 0 : fl.l_pid;
@@ -318,14 +332,14 @@ int fab_qp_create(const uint8_t gid[FAB_GID_LEN], uint32_t max_qp, uint32_t type
 	if (path_of(q->path, sizeof(q->path), "qp", gid, qpn))
 		goto err_free;
 	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", q->path, (int)getpid());
-	fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	fd = sys_open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC);
 	size = qp_file_size(slot);
 	if (fd < 0 || ftruncate(fd, (off_t)size))
 		goto err_file;
-	q->base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	q->base = sys_mmap_shared(fd, size);
 	if (q->base == MAP_FAILED)
 		goto err_file;
-	close(fd);
+	efasim_sys_close(fd);
 	fd = -1;
 	q->size = size;
 	q->hdr = (struct fab_qp_hdr *)q->base;
@@ -356,7 +370,7 @@ err_map:
 err_file:
 	rc = errno ? -errno : -ENOMEM;
 	if (fd >= 0)
-		close(fd);
+		efasim_sys_close(fd);
 	unlink(tmp);
 	free(q);
 	lock_byte(d->fd, qpn, F_UNLCK, F_SETLK, NULL);
@@ -478,17 +492,17 @@ static void *map_file(const char *path, size_t min, size_t *size)
 {
 	struct stat st;
 	void *m;
-	int fd = open(path, O_RDWR | O_CLOEXEC);
+	int fd = sys_open(path, O_RDWR | O_CLOEXEC);
 
 	if (fd < 0)
 		return NULL;
-	if (fstat(fd, &st) || (size_t)st.st_size < min) {
-		close(fd);
+	if (syscall(SYS_newfstatat, fd, "", &st, AT_EMPTY_PATH) || (size_t)st.st_size < min) {
+		efasim_sys_close(fd);
 		errno = ENOENT;
 		return NULL;
 	}
-	m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
+	m = sys_mmap_shared(fd, (size_t)st.st_size);
+	efasim_sys_close(fd);
 	if (m == MAP_FAILED)
 		return NULL;
 	*size = (size_t)st.st_size;
@@ -661,15 +675,15 @@ int fab_engine_init(void)
 		return rc;
 	snprintf(own_engine, sizeof(own_engine), "eng-%016llx", (unsigned long long)random_u64());
 	snprintf(path, sizeof(path), "%s/%s", fab_dir(), own_engine);
-	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	fd = sys_open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	if (ftruncate(fd, 4096)) {
 		rc = -errno;
-		close(fd);
+		efasim_sys_close(fd);
 		return rc;
 	}
-	own_wake = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	own_wake = sys_mmap_shared(fd, 4096);
 	/* held while we live (the descriptor stays open): a file nobody locks
 	 * is a departed engine's, and `efap2p sim` removes it */
 	lock_at(fd, 0, F_WRLCK, F_SETLK, NULL);

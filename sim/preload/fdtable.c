@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * The file descriptors the emulator owns: emulated uverbs files and fake
- * dma-bufs. Each is a real descriptor (a memfd) so that the kernel keeps
- * numbering, close-on-exec, dup and fork semantics; this table maps the
- * number to the emulated file's state.
+ * The global lock, the fork handlers, and the file descriptors the emulator
+ * owns (emulated uverbs files, fake dma-bufs). Each is a real descriptor (a
+ * memfd) so that the kernel keeps numbering, close-on-exec, dup and fork
+ * semantics; this table maps the number to the emulated file, whose kind's
+ * operations (struct efasim_file_ops) the layers above supply.
  *
  * Robustness: a descriptor may be closed behind our back (raw syscall,
  * close_range in a library that bypasses the PLT) and its number reused.
@@ -12,7 +13,7 @@
  * A vfork child shares our memory: it must not change the table, so
  * mutations are skipped when getpid() is not the table's owner.
  */
-#include "datapath.h"
+#include "internal.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -26,10 +27,13 @@ static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct efasim_file **table;
 static size_t table_cap;
 static atomic_int ntracked;
-static atomic_int ndmabufs;
+static atomic_int nfdinfo; /* tracked descriptors whose file has its own fdinfo */
 static atomic_uchar hint[FAST_MAX];
 static atomic_int owner_pid;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+/* what the layers above reset in a fork child (engine: its thread) */
+static void (*child_hooks[4])(void);
+static unsigned int nchild_hooks;
 
 void efasim_lock(void)
 {
@@ -58,10 +62,13 @@ static void atfork_parent(void)
 
 static void atfork_child(void)
 {
+	unsigned int i;
+
 	/* The child's only thread is the one that took the lock in
 	 * atfork_prepare; a default mutex can be released by it. */
 	atomic_store(&owner_pid, (int)getpid());
-	dp_atfork_child();
+	for (i = 0; i < nchild_hooks; i++)
+		child_hooks[i]();
 	efasim_unlock();
 }
 
@@ -70,14 +77,27 @@ static void register_atfork(void)
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
+int efasim_atfork_child_locked(void (*fn)(void))
+{
+	unsigned int i;
+
+	for (i = 0; i < nchild_hooks; i++)
+		if (child_hooks[i] == fn)
+			return 0;
+	if (nchild_hooks == sizeof(child_hooks) / sizeof(child_hooks[0]))
+		return -ENOSPC;
+	child_hooks[nchild_hooks++] = fn;
+	return 0;
+}
+
 bool efasim_tracking(void)
 {
 	return atomic_load_explicit(&ntracked, memory_order_acquire) > 0;
 }
 
-bool efasim_has_dmabufs(void)
+bool efasim_has_fdinfo(void)
 {
-	return atomic_load_explicit(&ndmabufs, memory_order_acquire) > 0;
+	return atomic_load_explicit(&nfdinfo, memory_order_acquire) > 0;
 }
 
 bool efasim_maybe_tracked(int fd)
@@ -96,18 +116,11 @@ bool efasim_table_owner(void)
 	return owner == 0 || owner == (int)getpid();
 }
 
-struct efasim_file *efasim_file_new(enum efasim_kind kind, int fd)
+int efasim_file_init(struct efasim_file *f, const struct efasim_file_ops *ops, int fd)
 {
-	struct efasim_file *f = calloc(1, sizeof(*f));
-
-	if (!f)
-		return NULL;
-	f->kind = kind;
-	if (efasim_fd_identity(fd, &f->st_dev, &f->st_ino)) {
-		free(f);
-		return NULL;
-	}
-	return f;
+	f->ops = ops;
+	f->refs = 0;
+	return efasim_fd_identity(fd, &f->st_dev, &f->st_ino);
 }
 
 void efasim_file_get(struct efasim_file *f)
@@ -119,9 +132,7 @@ void efasim_file_put_locked(struct efasim_file *f)
 {
 	if (--f->refs > 0)
 		return;
-	if (f->kind == EFASIM_UVERBS)
-		efasim_uverbs_release(&f->uv);
-	free(f);
+	f->ops->release(f);
 }
 
 void efasim_fd_remove_locked(int fd)
@@ -134,8 +145,8 @@ void efasim_fd_remove_locked(int fd)
 	if (fd < FAST_MAX)
 		atomic_store_explicit(&hint[fd], 0, memory_order_release);
 	atomic_fetch_sub(&ntracked, 1);
-	if (f->kind == EFASIM_DMABUF)
-		atomic_fetch_sub(&ndmabufs, 1);
+	if (f->ops->fdinfo)
+		atomic_fetch_sub(&nfdinfo, 1);
 	efasim_file_put_locked(f);
 }
 
@@ -190,8 +201,8 @@ int efasim_fd_insert_locked(int fd, struct efasim_file *f)
 	table[fd] = f;
 	f->refs++;
 	atomic_fetch_add(&ntracked, 1);
-	if (f->kind == EFASIM_DMABUF)
-		atomic_fetch_add(&ndmabufs, 1);
+	if (f->ops->fdinfo)
+		atomic_fetch_add(&nfdinfo, 1);
 	if (fd < FAST_MAX)
 		atomic_store_explicit(&hint[fd], 1, memory_order_release);
 	return 0;

@@ -1,9 +1,41 @@
 // SPDX-License-Identifier: MIT
 /*
- * libefasim internals: the emulated machine (config.c), the table of file
- * descriptors the emulator owns (fdtable.c), the emulated uverbs kernel
- * (uverbs_write.c, uverbs_ioctl.c), the dma-buf exporters (dmabuf.c) and
- * helpers (util.c). interpose.c holds the libc entry points.
+ * libefasim internals, and the base layer every other file may use.
+ *
+ * The library is layered one way. A file calls functions of the layers
+ * below its own, and of its own layer without a cycle between files; what
+ * has to run upward (a file's release reaching the uverbs objects, an
+ * object's release, the fork handlers) goes through function pointers set
+ * where the thing is made or registered at init, never by name.
+ * scripts/check-layers.py reads the table below and checks it against the
+ * symbols of the compiled objects (make test); every source file is in it.
+ *
+ * LAYERS (top to bottom)
+ *   interpose  interpose.c
+ *   commands   uverbs.c uverbs_ioctl.c cmd_device.c cmd_verbs.c wcall.c
+ *   objects    objects.c obj_verbs.c dmabuf.c
+ *   engine     dp_engine.c dp_mem.c
+ *   fabric     dp_fabric.c
+ *   base       fdtable.c config.c util.c libc.c
+ * END
+ *
+ * interpose  the libc entry points (open, stat, write, ioctl, mmap, close,
+ *            dup, fcntl ...): decide whether a call is the emulator's and
+ *            hand it to the file's operations, else to the real function.
+ * commands   the emulated ib_uverbs and efa driver (commands.h): the uverbs
+ *            file kind, the write() protocol and its commands, the ioctl
+ *            protocol and REG_DMABUF_MR, errno for errno.
+ * objects    what the commands make (objects.h): the handles of a uverbs
+ *            file with a table of operations per type (PD, MR, CQ, QP, AH),
+ *            the device memory libefa maps, fake dma-bufs.
+ * engine     the device (engine.h): its tables (MR keys, address handles),
+ *            the thread that executes WQEs and writes completions.
+ * fabric     the wire between processes and hosts (fabric.h).
+ * base       this header: the real libc entry points (resolved once, at
+ *            load), the global lock and fork handlers, the table of the
+ *            emulator's file descriptors with an operations table per kind,
+ *            the emulated machine (configuration), logging, the clock, user
+ *            copies.
  *
  * Conventions: internal functions return 0 or a negative errno; only the
  * libc entry points set errno. Functions named *_locked expect the global
@@ -17,11 +49,89 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <sys/types.h>
+#include <sys/vfs.h>
 
 #define EFASIM_API __attribute__((visibility("default")))
+
+/* ---- the real libc entry points (libc.c) ---- */
+
+/*
+ * Every function the library interposes, and that it calls itself, as the
+ * next definition after the library (dlsym(RTLD_NEXT)): X(name, return
+ * type, parameters). A new interposer adds its line here.
+ */
+#define EFASIM_LIBC_FUNCS(X)                                                        \
+	X(socket, int, (int, int, int))                                             \
+	X(open, int, (const char *, int, ...))                                      \
+	X(open64, int, (const char *, int, ...))                                    \
+	X(openat, int, (int, const char *, int, ...))                               \
+	X(openat64, int, (int, const char *, int, ...))                             \
+	X(__open_2, int, (const char *, int))                                       \
+	X(__open64_2, int, (const char *, int))                                     \
+	X(__openat_2, int, (int, const char *, int))                                \
+	X(__openat64_2, int, (int, const char *, int))                              \
+	X(fopen, FILE *, (const char *, const char *))                              \
+	X(fopen64, FILE *, (const char *, const char *))                            \
+	X(stat, int, (const char *, struct stat *))                                 \
+	X(stat64, int, (const char *, struct stat64 *))                             \
+	X(lstat, int, (const char *, struct stat *))                                \
+	X(lstat64, int, (const char *, struct stat64 *))                            \
+	X(fstat, int, (int, struct stat *))                                         \
+	X(fstat64, int, (int, struct stat64 *))                                     \
+	X(fstatat, int, (int, const char *, struct stat *, int))                    \
+	X(fstatat64, int, (int, const char *, struct stat64 *, int))                \
+	X(statx, int, (int, const char *, int, unsigned int, struct statx *))       \
+	X(__xstat, int, (int, const char *, struct stat *))                         \
+	X(__xstat64, int, (int, const char *, struct stat64 *))                     \
+	X(__lxstat, int, (int, const char *, struct stat *))                        \
+	X(__lxstat64, int, (int, const char *, struct stat64 *))                    \
+	X(__fxstat, int, (int, int, struct stat *))                                 \
+	X(__fxstat64, int, (int, int, struct stat64 *))                             \
+	X(__fxstatat, int, (int, int, const char *, struct stat *, int))            \
+	X(__fxstatat64, int, (int, int, const char *, struct stat64 *, int))        \
+	X(access, int, (const char *, int))                                         \
+	X(faccessat, int, (int, const char *, int, int))                            \
+	X(euidaccess, int, (const char *, int))                                     \
+	X(eaccess, int, (const char *, int))                                        \
+	X(fstatfs, int, (int, struct statfs *))                                     \
+	X(fstatfs64, int, (int, struct statfs64 *))                                 \
+	X(write, ssize_t, (int, const void *, size_t))                              \
+	X(ioctl, int, (int, unsigned long, ...))                                    \
+	X(mmap, void *, (void *, size_t, int, int, int, off_t))                     \
+	X(mmap64, void *, (void *, size_t, int, int, int, off_t))                   \
+	X(close, int, (int))                                                        \
+	X(close_range, int, (unsigned int, unsigned int, int))                      \
+	X(closefrom, void, (int))                                                   \
+	X(dup, int, (int))                                                          \
+	X(dup2, int, (int, int))                                                    \
+	X(dup3, int, (int, int, int))                                               \
+	X(fcntl, int, (int, int, ...))                                              \
+	X(fcntl64, int, (int, int, ...))
+
+struct efasim_libc {
+#define EFASIM_LIBC_MEMBER(name, ret, params) ret(*name) params;
+	EFASIM_LIBC_FUNCS(EFASIM_LIBC_MEMBER)
+#undef EFASIM_LIBC_MEMBER
+};
+
+extern struct efasim_libc efasim_libc_table;
+extern atomic_bool efasim_libc_resolved;
+/* Resolves the table now: only for a call that comes before the library's
+ * constructor ran (libc.c says when that happens). */
+const struct efasim_libc *efasim_libc_early(void);
+
+static inline const struct efasim_libc *efasim_libc(void)
+{
+	if (__builtin_expect(atomic_load_explicit(&efasim_libc_resolved, memory_order_acquire), 1))
+		return &efasim_libc_table;
+	return efasim_libc_early();
+}
+
+/* EFASIM_REAL(open): the next open(), or NULL where there is none. */
+#define EFASIM_REAL(name) __atomic_load_n(&efasim_libc()->name, __ATOMIC_RELAXED)
 
 /* ---- the emulated machine (config.c) ---- */
 
@@ -87,98 +197,70 @@ int efasim_pci_normalize(const char *in, char out[EFASIM_PCI_LEN]);
 /* Parses one configuration text; exposed for the loader and for tests. */
 int efasim_config_parse(struct efasim_config *c, char *text, char *err, size_t errlen);
 
-/* ---- the emulator's files (fdtable.c) ---- */
-
-enum efasim_kind { EFASIM_UVERBS = 1, EFASIM_DMABUF, EFASIM_CHANNEL };
-
-enum efasim_obj_type {
-	EFASIM_OBJ_FREE, EFASIM_OBJ_PENDING, EFASIM_OBJ_PD, EFASIM_OBJ_MR,
-	EFASIM_OBJ_CQ, EFASIM_OBJ_QP, EFASIM_OBJ_AH,
-};
-
-struct efasim_file;
-
-/* One uverbs object (a handle of the file's idr). */
-struct efasim_obj {
-	uint8_t type;
-	uint8_t on_dmabuf;            /* MR: registered from a dma-buf */
-	uint32_t pd;                  /* MR, QP, AH: the PD handle */
-	uint32_t usecnt;              /* PD: live MRs, QPs, AHs; CQ: QPs */
-	uint32_t key;                 /* MR: lkey = rkey */
-	uint64_t pinned;              /* MR on user memory: pages pinned */
-	struct efasim_file *dmabuf;   /* MR on a dma-buf: holds a reference */
-	/* MR: what the device translates (iova -> start or map) */
-	uint32_t access;
-	uint64_t iova, length, start;
-	void *map;                    /* MR on a dma-buf: our mapping of it */
-	size_t map_len, map_skew;
-	void *dp;                     /* CQ, QP, AH: datapath.h */
-};
-
-/* A range of the uverbs file that libefa may mmap (a ring, a doorbell). */
-struct efasim_region {
-	uint64_t off, len;
-};
-
-struct efasim_uverbs {
-	struct efasim_dev *dev;
-	int writable;
-	int has_ctx;
-	struct efasim_obj *objs;
-	uint32_t nobjs;
-	/* device memory: regions of the memfd behind the descriptor */
-	struct efasim_region *regions;
-	uint32_t nregions;
-	volatile uint64_t *cursor; /* page 0 of the memfd: next free offset */
-	uint32_t ncq, nah;
-	struct efasim_file *self;
-};
-
-/* A completion channel: events queued for its reader. */
-struct efasim_channel {
-	uint64_t *events; /* CQ user handles */
-	uint32_t head, count, cap;
-	int efd;          /* the reader's descriptor (an eventfd, semaphore) */
-	struct efasim_dev *dev;
-};
-
-struct efasim_dmabuf {
-	char owner[EFASIM_PCI_LEN]; /* "" for system memory */
-	char exp_name[EFASIM_NAME_LEN];
-	char name[33]; /* DMA_BUF_NAME_LEN */
-	uint64_t size;
-};
-
-/*
- * An emulated open file. Every descriptor that refers to it (dup, fork)
- * holds a reference; the backing memfd's (st_dev, st_ino) tells whether a
- * descriptor number still refers to it or was closed behind our back.
- */
-struct efasim_file {
-	enum efasim_kind kind;
-	int refs;
-	dev_t st_dev;
-	ino_t st_ino;
-	union {
-		struct efasim_uverbs uv;
-		struct efasim_dmabuf db;
-		struct efasim_channel ch;
-	};
-};
+/* ---- the global lock, fork (fdtable.c) ---- */
 
 void efasim_lock(void);
 void efasim_unlock(void);
 /* waits on c with the global lock held (CLOCK_REALTIME deadline) */
 int efasim_cond_timedwait(pthread_cond_t *c, const struct timespec *abstime);
+/* Registers fn to run in the child of fork, lock held, before the lock is
+ * released (a layer above resets its state there). Lock held. */
+int efasim_atfork_child_locked(void (*fn)(void));
+
+/* ---- the emulator's files (fdtable.c) ---- */
+
+enum efasim_kind { EFASIM_UVERBS = 1, EFASIM_DMABUF, EFASIM_CHANNEL };
+
+struct efasim_file;
+
+/*
+ * What a kind of emulated file does: the file's maker (a layer above)
+ * points the file at its kind's table, and the interposers call through
+ * it. A NULL entry is the kernel's answer for a file without that method
+ * (write EINVAL, ioctl ENOTTY) or, where the file is a plain memfd to
+ * libc, the real function (mmap, fstat, fstatfs, fdinfo). All run with the
+ * global lock held.
+ */
+struct efasim_file_ops {
+	enum efasim_kind kind;
+	const char *name;
+	/* count, or a negative errno */
+	ssize_t (*write)(struct efasim_file *f, int fd, const void *buf, size_t count);
+	int (*ioctl)(struct efasim_file *f, unsigned long req, void *arg);
+	/* 0 (the real mmap follows) or a negative errno */
+	int (*mmap)(struct efasim_file *f, size_t len, int flags, off_t off);
+	/* true when st was filled */
+	bool (*fstat)(struct efasim_file *f, int fd, struct stat *st);
+	bool (*fstatfs)(struct efasim_file *f, struct statfs *sf);
+	/* the text of /proc/self/fdinfo/<fd>: its length or a negative errno */
+	int (*fdinfo)(struct efasim_file *f, int fd, char *buf, size_t len);
+	/* the last reference went: frees the file */
+	void (*release)(struct efasim_file *f);
+};
+
+/*
+ * An emulated open file, the first member of its kind's structure. Every
+ * descriptor that refers to it (dup, fork) holds a reference; the backing
+ * memfd's (st_dev, st_ino) tells whether a descriptor number still refers
+ * to it or was closed behind our back.
+ */
+struct efasim_file {
+	const struct efasim_file_ops *ops;
+	int refs;
+	dev_t st_dev;
+	ino_t st_ino;
+};
+
 /* True when fd may be tracked; false is certain (no lock needed). */
 bool efasim_maybe_tracked(int fd);
 /* True when any file is tracked (fast path for close/dup). */
 bool efasim_tracking(void);
-/* True when dma-bufs exist (fast path for /proc opens). */
-bool efasim_has_dmabufs(void);
+/* True when a tracked file has its own fdinfo (fast path for /proc opens). */
+bool efasim_has_fdinfo(void);
 /* True when called from the process that owns the table (not a vfork child). */
 bool efasim_table_owner(void);
-struct efasim_file *efasim_file_new(enum efasim_kind kind, int fd);
+/* Sets up f (zeroed by its maker) for the memfd fd: 0 or a negative errno. */
+int efasim_file_init(struct efasim_file *f, const struct efasim_file_ops *ops, int fd);
 struct efasim_file *efasim_fd_get_locked(int fd);
 int efasim_fd_insert_locked(int fd, struct efasim_file *f);
 void efasim_fd_remove_locked(int fd);
@@ -186,58 +268,6 @@ void efasim_fd_dup_locked(int oldfd, int newfd);
 void efasim_fd_remove_range_locked(unsigned int first, unsigned int last);
 void efasim_file_get(struct efasim_file *f);
 void efasim_file_put_locked(struct efasim_file *f);
-
-/* ---- the emulated kernel ---- */
-
-/* One write() call, split as ib_uverbs_write splits it. */
-struct efasim_wcall {
-	struct efasim_uverbs *uv;
-	struct efasim_dev *dev;
-	int fd;             /* the descriptor written to */
-	uint64_t in, out;   /* core request and response (user addresses) */
-	size_t inlen, outlen;
-	uint64_t uin, uout; /* driver udata */
-	size_t uinlen, uoutlen;
-};
-
-/* uverbs_request/uverbs_response and the driver's udata helpers. */
-int efasim_w_request(struct efasim_wcall *c, void *req, size_t len);
-int efasim_w_response(struct efasim_wcall *c, const void *resp, size_t len);
-int efasim_udata_out(struct efasim_wcall *c, const void *resp, size_t len);
-int efasim_udata_in_cleared(struct efasim_wcall *c);
-
-/* Returns count or a negative errno. Lock held. */
-ssize_t efasim_uverbs_write_locked(struct efasim_file *f, int fd, const void *buf, size_t count);
-/* Returns 0 or a negative errno. Lock held. */
-int efasim_uverbs_ioctl_locked(struct efasim_file *f, unsigned long req, void *arg);
-void efasim_uverbs_release(struct efasim_uverbs *uv);
-/* The file's idr: handles are allocated lowest first, as xa_alloc does. */
-int efasim_obj_alloc(struct efasim_uverbs *uv, uint8_t type, uint32_t *handle);
-/* The object of a handle; NULL with *err ENOENT (no such handle) or EINVAL
- * (another type), as rdma_lookup_get_uobject answers. */
-struct efasim_obj *efasim_obj_lookup(struct efasim_uverbs *uv, int64_t handle,
-				     uint8_t type, int *err);
-void efasim_obj_free(struct efasim_uverbs *uv, uint32_t handle);
-/* Drops the reference another object (an MR, a QP, an AH) holds on handle. */
-void efasim_obj_put(struct efasim_uverbs *uv, uint32_t handle);
-/* ib_check_mr_access, then the efa driver's supported access flags. */
-int efasim_mr_access(const struct efasim_dev *dev, uint32_t flags);
-/* Opens /dev/infiniband/uverbsN: returns an fd or a negative errno. */
-int efasim_uverbs_open(struct efasim_dev *dev, int flags);
-void efasim_uverbs_stat(const struct efasim_dev *dev, struct stat *st);
-extern atomic_ulong efasim_dmabuf_mr_calls;
-
-/* dma-bufs (dmabuf.c) */
-int efasim_dmabuf_ioctl_locked(struct efasim_file *f, unsigned long req, void *arg);
-void efasim_dmabuf_fstat(const struct efasim_file *f, struct stat *st);
-/* If path is /proc/{self,thread-self,<pid>}/fdinfo/<fd> of a fake dma-buf,
- * returns the descriptor number, else -1. */
-int efasim_fdinfo_target(const char *path);
-/* Opens a file holding the fdinfo text of dma-buf fd: fd, a negative errno,
- * or EFASIM_PASS when dmafd is not a fake dma-buf. */
-#define EFASIM_PASS (-100000)
-int efasim_fdinfo_open(int dmafd, int oflags);
-void efasim_dmabuf_statfs(struct statfs *sf);
 
 /* ---- helpers (util.c) ---- */
 
@@ -247,6 +277,8 @@ int efasim_trace_level(void);
 void efasim_trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void efasim_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *efasim_errname(int err); /* err > 0 */
+/* CLOCK_MONOTONIC in nanoseconds */
+uint64_t efasim_now_ns(void);
 /* Copies between the emulated kernel and user memory, as copy_{from,to}_user:
  * 0 or -EFAULT, never a crash on a bad address. */
 int efasim_copy_in(void *dst, uint64_t src, size_t len);

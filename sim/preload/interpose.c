@@ -3,20 +3,23 @@
  * The libc entry points libefasim interposes (LD_PRELOAD). Each one checks,
  * as cheaply as it can, whether the call concerns the emulator (an emulated
  * device node, an emulated file descriptor, the RDMA netlink socket, the
- * fdinfo of a fake dma-buf); if not, it calls the next definition
- * (dlsym(RTLD_NEXT)) with the same arguments, so the caller sees libc's
- * behaviour and errno unchanged. Emulated calls leave errno alone on success.
+ * fdinfo of a fake dma-buf); if it does, the emulated file's operations
+ * answer (struct efasim_file_ops); if not, it calls the next definition
+ * (found once, at load: libc.c) with the same arguments, so the caller sees
+ * libc's behaviour and errno unchanged. Emulated calls leave errno alone on
+ * success. No entry point calls the dynamic loader.
  *
  * The set covers what libibverbs 44, libefa, ibv_* tools and CPython import:
  * stat/fstat/lstat (and the *64, *at and pre-2.33 __xstat forms), statx,
  * access, open/openat (and *64, fortified __open*_2), fopen, fstatfs,
  * socket, write, ioctl, mmap (the device memory of a uverbs file), close,
- * close_range, closefrom, dup, dup2, dup3 and fcntl's F_DUPFD. Do not add variadic-forwarding entry points without
- * checking how glibc declares them.
+ * close_range, closefrom, dup, dup2, dup3 and fcntl's F_DUPFD. A new one
+ * adds its line to EFASIM_LIBC_FUNCS (internal.h). Do not add
+ * variadic-forwarding entry points without checking how glibc declares
+ * them.
  */
-#include "datapath.h"
+#include "commands.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -41,41 +44,15 @@
 
 /* ------------------------------------------------------ next definitions */
 
-static void *resolve(void **slot, const char *name)
-{
-	void *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-
-	if (p)
-		return p;
-	p = dlsym(RTLD_NEXT, name);
-#if defined(__x86_64__)
-	if (!p) /* compat-only symbols (__xstat ...) have no default version */
-		p = dlvsym(RTLD_NEXT, name, "GLIBC_2.2.5");
-#elif defined(__aarch64__)
-	if (!p)
-		p = dlvsym(RTLD_NEXT, name, "GLIBC_2.17");
-#endif
-	__atomic_store_n(slot, p, __ATOMIC_RELEASE);
-	return p;
-}
-
-/* NEXT(name, type) evaluates to the next definition, or fails the call
- * with ENOSYS when there is none. */
-#define NEXT(name, type)                                             \
-	typedef __typeof__(type) next_##name##_t;                              \
-	static void *next_##name##_slot;                             \
-	static next_##name##_t next_##name(void)                     \
-	{                                                            \
-		return (next_##name##_t)resolve(&next_##name##_slot, #name); \
-	}
-
+/* CALL_NEXT(name, ...) returns what the next definition returns, or fails
+ * the call with ENOSYS when there is none. */
 #define CALL_NEXT(name, ...)                                         \
 	do {                                                         \
-		if (!next_##name()) {                                \
+		if (!EFASIM_REAL(name)) {                            \
 			errno = ENOSYS;                              \
 			return -1;                                   \
 		}                                                    \
-		return next_##name()(__VA_ARGS__);                   \
+		return EFASIM_REAL(name)(__VA_ARGS__);               \
 	} while (0)
 
 /* set errno from a negative result, or restore it */
@@ -109,6 +86,83 @@ static __attribute__((noinline)) struct efasim_dev *uverbs_dev(const char *path)
 	return efasim_dev_by_index(efasim_config(), (int)n);
 }
 
+/* Parses "<digits>" to the end; -1 if not a number. */
+static long parse_num(const char *s, const char **end)
+{
+	long v = 0;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	while (*s >= '0' && *s <= '9') {
+		v = v * 10 + (*s++ - '0');
+		if (v > 0x7fffffff)
+			return -1;
+	}
+	*end = s;
+	return v;
+}
+
+/* If path is /proc/{self,thread-self,<pid>}/fdinfo/<fd> of this process,
+ * returns the descriptor number, else -1. */
+static int fdinfo_target(const char *path)
+{
+	const char *p = path, *end;
+	long pid, fd;
+
+	if (strncmp(p, "/proc/", 6))
+		return -1;
+	p += 6;
+	if (!strncmp(p, "self/", 5)) {
+		p += 5;
+	} else if (!strncmp(p, "thread-self/", 12)) {
+		p += 12;
+	} else {
+		pid = parse_num(p, &end);
+		if (pid < 0 || *end != '/' || (pid != getpid() && pid != gettid()))
+			return -1;
+		p = end + 1;
+	}
+	if (strncmp(p, "fdinfo/", 7))
+		return -1;
+	fd = parse_num(p + 7, &end);
+	return (fd < 0 || *end) ? -1 : (int)fd;
+}
+
+#define FDINFO_PASS (-100000)
+
+/* Opens a file holding the fdinfo text of the emulated file behind fd (a
+ * fake dma-buf): the new descriptor, a negative errno, or FDINFO_PASS when
+ * the real /proc file is the answer. */
+static int fdinfo_open(int fd, int oflags)
+{
+	const char *kind = NULL;
+	struct efasim_file *f;
+	char text[512];
+	int n, mfd;
+
+	efasim_lock();
+	f = efasim_fd_get_locked(fd);
+	n = (f && f->ops->fdinfo) ? f->ops->fdinfo(f, fd, text, sizeof(text)) : FDINFO_PASS;
+	if (f)
+		kind = f->ops->name;
+	efasim_unlock();
+	if (n < 0)
+		return n;
+	if ((oflags & O_ACCMODE) != O_RDONLY)
+		return -EACCES;
+	mfd = memfd_create("efasim-fdinfo", (oflags & O_CLOEXEC) ? MFD_CLOEXEC : 0);
+	if (mfd < 0)
+		return -errno;
+	errno = 0;
+	if (syscall(SYS_write, mfd, text, (size_t)n) != n || lseek(mfd, 0, SEEK_SET) != 0) {
+		n = errno ? -errno : -EIO;
+		efasim_sys_close(mfd);
+		return n;
+	}
+	efasim_trace("open /proc/self/fdinfo/%d (%s) = fd %d", fd, kind, mfd);
+	return mfd;
+}
+
 /* open(): true when handled; *ret is the fd or -1 with errno set */
 static __attribute__((noinline)) bool emu_open(const char *path, int flags, int *ret)
 {
@@ -122,10 +176,10 @@ static __attribute__((noinline)) bool emu_open(const char *path, int flags, int 
 		*ret = finish(efasim_uverbs_open(dev, flags), saved);
 		return true;
 	}
-	if (!efasim_has_dmabufs() || (dmafd = efasim_fdinfo_target(path)) < 0)
+	if (!efasim_has_fdinfo() || (dmafd = fdinfo_target(path)) < 0)
 		return false;
-	rc = efasim_fdinfo_open(dmafd, flags);
-	if (rc == EFASIM_PASS)
+	rc = fdinfo_open(dmafd, flags);
+	if (rc == FDINFO_PASS)
 		return false;
 	*ret = finish(rc, saved);
 	return true;
@@ -137,29 +191,17 @@ static bool emu_openat(int dirfd, const char *path, int flags, int *ret)
 	return emu_open(path, flags, ret);
 }
 
-static bool syscall_fstat_ok(int fd, struct stat *st)
-{
-	return syscall(SYS_newfstatat, fd, "", st, AT_EMPTY_PATH) == 0;
-}
-
 /* fstat() of an emulated descriptor */
 static bool emu_fstat(int fd, struct stat *st)
 {
 	struct efasim_file *f;
-	bool ok = false;
+	bool ok;
 
 	if (!efasim_maybe_tracked(fd))
 		return false;
 	efasim_lock();
 	f = efasim_fd_get_locked(fd);
-	if (f && f->kind == EFASIM_UVERBS) {
-		efasim_uverbs_stat(f->uv.dev, st);
-		ok = true;
-	} else if (f && f->kind == EFASIM_DMABUF) {
-		ok = syscall_fstat_ok(fd, st);
-		if (ok)
-			efasim_dmabuf_fstat(f, st);
-	}
+	ok = f && f->ops->fstat && f->ops->fstat(f, fd, st);
 	efasim_unlock();
 	return ok;
 }
@@ -223,7 +265,6 @@ static __attribute__((noinline)) bool emu_access(const char *path, int mode, int
 
 /* ------------------------------------------------------ socket */
 
-NEXT(socket, int (*)(int, int, int))
 
 EFASIM_API int socket(int domain, int type, int protocol)
 {
@@ -252,14 +293,6 @@ static bool needs_mode(int flags)
 		va_end(ap);                           \
 	}
 
-NEXT(open, int (*)(const char *, int, ...))
-NEXT(open64, int (*)(const char *, int, ...))
-NEXT(openat, int (*)(int, const char *, int, ...))
-NEXT(openat64, int (*)(int, const char *, int, ...))
-NEXT(__open_2, int (*)(const char *, int))
-NEXT(__open64_2, int (*)(const char *, int))
-NEXT(__openat_2, int (*)(int, const char *, int))
-NEXT(__openat64_2, int (*)(int, const char *, int))
 
 EFASIM_API int open(const char *path, int flags, ...)
 {
@@ -346,11 +379,11 @@ static __attribute__((noinline)) bool emu_fopen(const char *path, const char *mo
 {
 	int saved = errno, dmafd, fd;
 
-	if (!path || !mode || !efasim_has_dmabufs() || (dmafd = efasim_fdinfo_target(path)) < 0)
+	if (!path || !mode || !efasim_has_fdinfo() || (dmafd = fdinfo_target(path)) < 0)
 		return false;
-	fd = efasim_fdinfo_open(dmafd, (strchr(mode, 'w') || strchr(mode, 'a') || strchr(mode, '+'))
-					       ? O_RDWR : O_RDONLY | (strchr(mode, 'e') ? O_CLOEXEC : 0));
-	if (fd == EFASIM_PASS)
+	fd = fdinfo_open(dmafd, (strchr(mode, 'w') || strchr(mode, 'a') || strchr(mode, '+'))
+					? O_RDWR : O_RDONLY | (strchr(mode, 'e') ? O_CLOEXEC : 0));
+	if (fd == FDINFO_PASS)
 		return false;
 	if (fd < 0) {
 		errno = -fd;
@@ -366,8 +399,6 @@ static __attribute__((noinline)) bool emu_fopen(const char *path, const char *mo
 	return true;
 }
 
-NEXT(fopen, FILE *(*)(const char *, const char *))
-NEXT(fopen64, FILE *(*)(const char *, const char *))
 
 EFASIM_API FILE *fopen(const char *path, const char *mode)
 {
@@ -375,11 +406,11 @@ EFASIM_API FILE *fopen(const char *path, const char *mode)
 
 	if (emu_fopen(path, mode, &f))
 		return f;
-	if (!next_fopen()) {
+	if (!EFASIM_REAL(fopen)) {
 		errno = ENOSYS;
 		return NULL;
 	}
-	return next_fopen()(path, mode);
+	return EFASIM_REAL(fopen)(path, mode);
 }
 
 EFASIM_API FILE *fopen64(const char *path, const char *mode)
@@ -388,24 +419,15 @@ EFASIM_API FILE *fopen64(const char *path, const char *mode)
 
 	if (emu_fopen(path, mode, &f))
 		return f;
-	if (!next_fopen64()) {
+	if (!EFASIM_REAL(fopen64)) {
 		errno = ENOSYS;
 		return NULL;
 	}
-	return next_fopen64()(path, mode);
+	return EFASIM_REAL(fopen64)(path, mode);
 }
 
 /* ------------------------------------------------------ stat */
 
-NEXT(stat, int (*)(const char *, struct stat *))
-NEXT(stat64, int (*)(const char *, struct stat64 *))
-NEXT(lstat, int (*)(const char *, struct stat *))
-NEXT(lstat64, int (*)(const char *, struct stat64 *))
-NEXT(fstat, int (*)(int, struct stat *))
-NEXT(fstat64, int (*)(int, struct stat64 *))
-NEXT(fstatat, int (*)(int, const char *, struct stat *, int))
-NEXT(fstatat64, int (*)(int, const char *, struct stat64 *, int))
-NEXT(statx, int (*)(int, const char *, int, unsigned int, struct statx *))
 
 /* On the 64-bit targets struct stat64 is struct stat. */
 _Static_assert(sizeof(struct stat) == sizeof(struct stat64), "stat64 layout");
@@ -480,14 +502,6 @@ EFASIM_API int statx(int dirfd, const char *path, int flags, unsigned int mask, 
 /* glibc before 2.33 compiled stat() into calls to these; old binaries
  * still import them. The version argument is ignored: on the 64-bit
  * targets every version uses struct stat. */
-NEXT(__xstat, int (*)(int, const char *, struct stat *))
-NEXT(__xstat64, int (*)(int, const char *, struct stat64 *))
-NEXT(__lxstat, int (*)(int, const char *, struct stat *))
-NEXT(__lxstat64, int (*)(int, const char *, struct stat64 *))
-NEXT(__fxstat, int (*)(int, int, struct stat *))
-NEXT(__fxstat64, int (*)(int, int, struct stat64 *))
-NEXT(__fxstatat, int (*)(int, int, const char *, struct stat *, int))
-NEXT(__fxstatat64, int (*)(int, int, const char *, struct stat64 *, int))
 
 EFASIM_API int __xstat(int ver, const char *path, struct stat *st);
 EFASIM_API int __xstat(int ver, const char *path, struct stat *st)
@@ -555,10 +569,6 @@ EFASIM_API int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 
 
 /* ------------------------------------------------------ access */
 
-NEXT(access, int (*)(const char *, int))
-NEXT(faccessat, int (*)(int, const char *, int, int))
-NEXT(euidaccess, int (*)(const char *, int))
-NEXT(eaccess, int (*)(const char *, int))
 
 EFASIM_API int access(const char *path, int mode)
 {
@@ -607,15 +617,11 @@ static bool emu_fstatfs(int fd, struct statfs *sf)
 		return false;
 	efasim_lock();
 	f = efasim_fd_get_locked(fd);
-	ok = f && f->kind == EFASIM_DMABUF;
+	ok = f && f->ops->fstatfs && f->ops->fstatfs(f, sf);
 	efasim_unlock();
-	if (ok)
-		efasim_dmabuf_statfs(sf);
 	return ok;
 }
 
-NEXT(fstatfs, int (*)(int, struct statfs *))
-NEXT(fstatfs64, int (*)(int, struct statfs64 *))
 
 _Static_assert(sizeof(struct statfs) == sizeof(struct statfs64), "statfs64 layout");
 
@@ -635,8 +641,6 @@ EFASIM_API int fstatfs64(int fd, struct statfs64 *sf)
 
 /* ------------------------------------------------------ write, ioctl */
 
-NEXT(write, ssize_t (*)(int, const void *, size_t))
-NEXT(ioctl, int (*)(int, unsigned long, ...))
 
 EFASIM_API ssize_t write(int fd, const void *buf, size_t count)
 {
@@ -648,9 +652,8 @@ EFASIM_API ssize_t write(int fd, const void *buf, size_t count)
 		efasim_lock();
 		f = efasim_fd_get_locked(fd);
 		if (f) {
-			/* a dma-buf has no write method: EINVAL, as the kernel */
-			r = f->kind == EFASIM_UVERBS ? efasim_uverbs_write_locked(f, fd, buf, count)
-						     : -EINVAL;
+			/* a file without a write method: EINVAL, as the kernel */
+			r = f->ops->write ? f->ops->write(f, fd, buf, count) : -EINVAL;
 			efasim_unlock();
 			dp_engine_settle();
 			if (r < 0) {
@@ -679,8 +682,7 @@ EFASIM_API int ioctl(int fd, unsigned long req, ...)
 		efasim_lock();
 		f = efasim_fd_get_locked(fd);
 		if (f) {
-			rc = f->kind == EFASIM_UVERBS ? efasim_uverbs_ioctl_locked(f, req, arg)
-						      : efasim_dmabuf_ioctl_locked(f, req, arg);
+			rc = f->ops->ioctl ? f->ops->ioctl(f, req, arg) : -ENOTTY;
 			efasim_unlock();
 			return finish(rc, saved);
 		}
@@ -691,12 +693,9 @@ EFASIM_API int ioctl(int fd, unsigned long req, ...)
 
 /* ------------------------------------------------------ mmap */
 
-NEXT(mmap, void *(*)(void *, size_t, int, int, int, off_t))
-NEXT(mmap64, void *(*)(void *, size_t, int, int, int, off_t))
 
-/* mmap of an emulated uverbs file maps its device memory: the offset must
- * be the key of a ring or doorbell and the length its size (EINVAL
- * otherwise, as rdma_user_mmap_entry_get answers), shared. */
+/* mmap of an emulated file: its kind says whether the range may be mapped
+ * (a uverbs file's device memory); the real mmap then maps the memfd. */
 static int emu_mmap_check(size_t len, int flags, int fd, off_t off)
 {
 	struct efasim_file *f;
@@ -706,14 +705,8 @@ static int emu_mmap_check(size_t len, int flags, int fd, off_t off)
 		return 0;
 	efasim_lock();
 	f = efasim_fd_get_locked(fd);
-	if (f && f->kind == EFASIM_UVERBS) {
-		if (!(flags & MAP_SHARED) || off < 0)
-			rc = -EINVAL;
-		else
-			rc = dp_mmap_check(&f->uv, (uint64_t)off, len);
-		efasim_trace("mmap uverbs%d offset %#llx length %#zx -> %s", f->uv.dev->index,
-			     (unsigned long long)off, len, rc ? efasim_errname(-rc) : "ok");
-	}
+	if (f && f->ops->mmap)
+		rc = f->ops->mmap(f, len, flags, off);
 	efasim_unlock();
 	return rc;
 }
@@ -726,11 +719,11 @@ EFASIM_API void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t
 		errno = -rc;
 		return MAP_FAILED;
 	}
-	if (!next_mmap()) {
+	if (!EFASIM_REAL(mmap)) {
 		errno = ENOSYS;
 		return MAP_FAILED;
 	}
-	return next_mmap()(addr, len, prot, flags, fd, off);
+	return EFASIM_REAL(mmap)(addr, len, prot, flags, fd, off);
 }
 
 EFASIM_API void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
@@ -741,23 +734,15 @@ EFASIM_API void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off
 		errno = -rc;
 		return MAP_FAILED;
 	}
-	if (!next_mmap64()) {
+	if (!EFASIM_REAL(mmap64)) {
 		errno = ENOSYS;
 		return MAP_FAILED;
 	}
-	return next_mmap64()(addr, len, prot, flags, fd, off);
+	return EFASIM_REAL(mmap64)(addr, len, prot, flags, fd, off);
 }
 
 /* ------------------------------------------------------ descriptors */
 
-NEXT(close, int (*)(int))
-NEXT(close_range, int (*)(unsigned int, unsigned int, int))
-NEXT(closefrom, void (*)(int))
-NEXT(dup, int (*)(int))
-NEXT(dup2, int (*)(int, int))
-NEXT(dup3, int (*)(int, int, int))
-NEXT(fcntl, int (*)(int, int, ...))
-NEXT(fcntl64, int (*)(int, int, ...))
 
 EFASIM_API int close(int fd)
 {
@@ -765,7 +750,7 @@ EFASIM_API int close(int fd)
 
 	if (!efasim_maybe_tracked(fd) || !efasim_table_owner())
 		CALL_NEXT(close, fd);
-	if (!next_close()) {
+	if (!EFASIM_REAL(close)) {
 		errno = ENOSYS;
 		return -1;
 	}
@@ -773,7 +758,7 @@ EFASIM_API int close(int fd)
 	if (efasim_fd_get_locked(fd))
 		efasim_trace("close fd %d", fd);
 	efasim_fd_remove_locked(fd);
-	r = next_close()(fd);
+	r = EFASIM_REAL(close)(fd);
 	efasim_unlock();
 	dp_engine_settle();
 	return r;
@@ -783,14 +768,14 @@ EFASIM_API int close_range(unsigned int first, unsigned int last, int flags)
 {
 	int r;
 
-	if (!next_close_range()) {
+	if (!EFASIM_REAL(close_range)) {
 		errno = ENOSYS;
 		return -1;
 	}
 	if (!efasim_tracking() || !efasim_table_owner())
-		return next_close_range()(first, last, flags);
+		return EFASIM_REAL(close_range)(first, last, flags);
 	efasim_lock();
-	r = next_close_range()(first, last, flags);
+	r = EFASIM_REAL(close_range)(first, last, flags);
 	if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC))
 		efasim_fd_remove_range_locked(first, last);
 	efasim_unlock();
@@ -799,14 +784,14 @@ EFASIM_API int close_range(unsigned int first, unsigned int last, int flags)
 
 EFASIM_API void closefrom(int lowfd)
 {
-	if (!next_closefrom())
+	if (!EFASIM_REAL(closefrom))
 		return;
 	if (!efasim_tracking() || !efasim_table_owner() || lowfd < 0) {
-		next_closefrom()(lowfd);
+		EFASIM_REAL(closefrom)(lowfd);
 		return;
 	}
 	efasim_lock();
-	next_closefrom()(lowfd);
+	EFASIM_REAL(closefrom)(lowfd);
 	efasim_fd_remove_range_locked((unsigned int)lowfd, ~0u);
 	efasim_unlock();
 }
@@ -818,7 +803,7 @@ EFASIM_API int dup(int fd)
 	if (!efasim_maybe_tracked(fd) || !efasim_table_owner())
 		CALL_NEXT(dup, fd);
 	efasim_lock();
-	r = next_dup() ? next_dup()(fd) : (errno = ENOSYS, -1);
+	r = EFASIM_REAL(dup) ? EFASIM_REAL(dup)(fd) : (errno = ENOSYS, -1);
 	if (r >= 0)
 		efasim_fd_dup_locked(fd, r);
 	efasim_unlock();
@@ -832,7 +817,7 @@ EFASIM_API int dup2(int oldfd, int newfd)
 	if ((!efasim_maybe_tracked(oldfd) && !efasim_maybe_tracked(newfd)) || !efasim_table_owner())
 		CALL_NEXT(dup2, oldfd, newfd);
 	efasim_lock();
-	r = next_dup2() ? next_dup2()(oldfd, newfd) : (errno = ENOSYS, -1);
+	r = EFASIM_REAL(dup2) ? EFASIM_REAL(dup2)(oldfd, newfd) : (errno = ENOSYS, -1);
 	if (r >= 0)
 		efasim_fd_dup_locked(oldfd, r);
 	efasim_unlock();
@@ -846,7 +831,7 @@ EFASIM_API int dup3(int oldfd, int newfd, int flags)
 	if ((!efasim_maybe_tracked(oldfd) && !efasim_maybe_tracked(newfd)) || !efasim_table_owner())
 		CALL_NEXT(dup3, oldfd, newfd, flags);
 	efasim_lock();
-	r = next_dup3() ? next_dup3()(oldfd, newfd, flags) : (errno = ENOSYS, -1);
+	r = EFASIM_REAL(dup3) ? EFASIM_REAL(dup3)(oldfd, newfd, flags) : (errno = ENOSYS, -1);
 	if (r >= 0)
 		efasim_fd_dup_locked(oldfd, r);
 	efasim_unlock();
@@ -880,7 +865,7 @@ EFASIM_API int fcntl(int fd, int cmd, ...)
 	va_start(ap, cmd);
 	arg = va_arg(ap, void *);
 	va_end(ap);
-	return fcntl_dup(next_fcntl(), fd, cmd, arg);
+	return fcntl_dup(EFASIM_REAL(fcntl), fd, cmd, arg);
 }
 
 EFASIM_API int fcntl64(int fd, int cmd, ...)
@@ -891,5 +876,5 @@ EFASIM_API int fcntl64(int fd, int cmd, ...)
 	va_start(ap, cmd);
 	arg = va_arg(ap, void *);
 	va_end(ap);
-	return fcntl_dup(next_fcntl64(), fd, cmd, arg);
+	return fcntl_dup(EFASIM_REAL(fcntl64), fd, cmd, arg);
 }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * Helpers: tracing, and copies between the emulated kernel and user memory
- * that fail with EFAULT instead of crashing, as copy_from_user does.
+ * Helpers: tracing, the clock, and copies between the emulated kernel and
+ * user memory that fail with EFAULT instead of crashing, as copy_from_user
+ * does.
  */
 #include "internal.h"
 
@@ -100,6 +101,14 @@ const char *efasim_errname(int err)
 		return n;
 	snprintf(buf, sizeof(buf), "errno %d", err);
 	return buf;
+}
+
+uint64_t efasim_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* process_vm_readv/writev on ourselves checks user addresses like the

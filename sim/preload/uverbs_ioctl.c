@@ -15,7 +15,7 @@
  * end), then the exporter's verdict for this (NIC, owner) pair from the
  * model (refused, or a NIC whose firmware blocks peers: EOPNOTSUPP).
  */
-#include "internal.h"
+#include "commands.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -36,7 +36,7 @@
 
 #define MAX_ATTRS ((4096 - sizeof(struct ib_uverbs_ioctl_hdr)) / sizeof(struct ib_uverbs_attr))
 
-atomic_ulong efasim_dmabuf_mr_calls;
+static atomic_ulong efasim_dmabuf_mr_calls;
 
 EFASIM_API unsigned long efasim_reg_dmabuf_mr_calls(void)
 {
@@ -45,7 +45,7 @@ EFASIM_API unsigned long efasim_reg_dmabuf_mr_calls(void)
 
 /* The attributes of one REG_DMABUF_MR call, once checked. */
 struct dm_call {
-	struct efasim_file *f;
+	struct efasim_uverbs *uv;
 	uint64_t uattrs;   /* user address of attrs[0] */
 	uint32_t present;  /* bit per attribute id */
 	uint32_t handle;   /* the new MR (pending) */
@@ -66,12 +66,12 @@ static int attr_idr(struct dm_call *c, const struct ib_uverbs_attr *a, unsigned 
 		return -EINVAL;
 	if (a->attr_id == UVERBS_ATTR_REG_DMABUF_MR_PD_HANDLE) {
 		c->pd = a->data_s64;
-		return efasim_obj_lookup(&c->f->uv, c->pd, EFASIM_OBJ_PD, &err) ? 0 : -err;
+		return efasim_obj_lookup(c->uv, c->pd, &efasim_pd_type, &err) ? 0 : -err;
 	}
 	/* the new MR: needs a context; its id goes back to the user now */
-	if (!c->f->uv.has_ctx)
+	if (!c->uv->has_ctx)
 		return -EINVAL;
-	err = efasim_obj_alloc(&c->f->uv, EFASIM_OBJ_PENDING, &c->handle);
+	err = efasim_obj_alloc(c->uv, &efasim_pending_type, &c->handle);
 	if (err)
 		return err;
 	c->present |= 1u << UVERBS_ATTR_REG_DMABUF_MR_HANDLE;
@@ -172,22 +172,23 @@ static int access_flags(struct dm_call *c, uint32_t *out)
 	if (flags & ~allowed)
 		return -EINVAL;
 	*out = (uint32_t)flags;
-	return efasim_mr_access(c->f->uv.dev, *out);
+	return efasim_mr_access(c->uv->dev, *out);
 }
 
 /* dma_buf_get(fd): EBADF for no file, EINVAL for a file that is not a
  * dma-buf. *db is NULL for a real dma-buf we did not make (an exporter of
  * this host, system memory as far as the emulation is concerned). */
-static int dmabuf_get(int fd, struct efasim_file **db)
+static int dmabuf_get(int fd, struct efasim_dmabuf **db)
 {
+	struct efasim_file *f;
 	struct statfs sf;
 
 	*db = NULL;
 	if (fd < 0 || syscall(SYS_fcntl, fd, F_GETFD) < 0)
 		return -EBADF;
-	*db = efasim_fd_get_locked(fd);
-	if (*db)
-		return (*db)->kind == EFASIM_DMABUF ? 0 : -EINVAL;
+	f = efasim_fd_get_locked(fd);
+	if (f)
+		return (*db = efasim_dmabuf_of(f)) ? 0 : -EINVAL;
 	if (syscall(SYS_fstatfs, fd, &sf) == 0 && (unsigned long)sf.f_type == DMA_BUF_MAGIC)
 		return 0;
 	return -EINVAL;
@@ -196,7 +197,7 @@ static int dmabuf_get(int fd, struct efasim_file **db)
 /* The exporter attaches the NIC: the model's verdict for the pair. */
 static int exporter_attach(struct dm_call *c, const struct efasim_dmabuf *db)
 {
-	const struct efasim_dev *dev = c->f->uv.dev;
+	const struct efasim_dev *dev = c->uv->dev;
 	const struct efasim_verdict *v;
 
 	if (!db || !db->owner[0]) {
@@ -219,21 +220,6 @@ static int exporter_attach(struct dm_call *c, const struct efasim_dmabuf *db)
 	return 0;
 }
 
-/* The device reaches the buffer's pages through a mapping of its own, as
- * the kernel keeps the attachment: the application may close the fd. */
-static void map_dmabuf(struct efasim_obj *mr, int fd, uint64_t offset, uint64_t length)
-{
-	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), start = offset & ~(page - 1);
-	size_t len = (size_t)((offset + length + page - 1) / page * page - start);
-	long p = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)start);
-
-	if (p == -1) /* an exporter without mmap: the data path reports a bad lkey */
-		return;
-	mr->map = (void *)p;
-	mr->map_len = len;
-	mr->map_skew = (size_t)(offset - start);
-}
-
 static int set_output(struct dm_call *c, uint64_t ptr, unsigned int idx, uint32_t val,
 		      const struct ib_uverbs_attr *attrs)
 {
@@ -248,9 +234,8 @@ static int set_output(struct dm_call *c, uint64_t ptr, unsigned int idx, uint32_
 
 static int dm_handler(struct dm_call *c, const struct ib_uverbs_attr *attrs)
 {
-	struct efasim_file *db;
-	struct efasim_obj *mr;
-	uint32_t access;
+	struct efasim_dmabuf *db;
+	uint32_t access, key;
 	int rc;
 
 	rc = access_flags(c, &access);
@@ -261,39 +246,30 @@ static int dm_handler(struct dm_call *c, const struct ib_uverbs_attr *attrs)
 	rc = dmabuf_get(c->fd, &db);
 	if (rc)
 		return rc;
-	if ((db && db->db.size < c->offset + c->length) || !c->length)
+	if ((db && db->size < c->offset + c->length) || !c->length)
 		return -EINVAL;
-	rc = exporter_attach(c, db ? &db->db : NULL);
+	rc = exporter_attach(c, db);
 	if (rc)
 		return rc;
-	mr = &c->f->uv.objs[c->handle];
-	mr->type = EFASIM_OBJ_MR;
-	mr->pd = (uint32_t)c->pd;
-	mr->key = c->f->uv.dev->next_key++;
-	mr->access = access;
-	mr->on_dmabuf = 1;
-	mr->iova = c->iova;
-	mr->length = c->length;
-	map_dmabuf(mr, c->fd, c->offset, c->length);
-	c->f->uv.objs[c->pd].usecnt++;
-	if (db) {
-		mr->dmabuf = db;
-		efasim_file_get(db);
-	}
-	rc = set_output(c, c->lkey_ptr, c->lkey_idx, mr->key, attrs);
+	rc = efasim_mr_create_dmabuf(c->uv, c->handle, (uint32_t)c->pd, access, c->iova,
+				     db ? &db->file : NULL, c->fd, c->offset, c->length);
+	if (rc)
+		return rc;
+	key = efasim_mr_of(&c->uv->objs[c->handle])->dev.key;
+	rc = set_output(c, c->lkey_ptr, c->lkey_idx, key, attrs);
 	if (!rc)
-		rc = set_output(c, c->rkey_ptr, c->rkey_idx, mr->key, attrs);
+		rc = set_output(c, c->rkey_ptr, c->rkey_idx, key, attrs);
 	return rc;
 }
 
-static int reg_dmabuf_mr(struct efasim_file *f, const struct ib_uverbs_ioctl_hdr *h,
+static int reg_dmabuf_mr(struct efasim_uverbs *uv, const struct ib_uverbs_ioctl_hdr *h,
 			 uint64_t uattrs, struct dm_call *c)
 {
 	struct ib_uverbs_attr attrs[MAX_ATTRS];
 	int rc;
 
 	atomic_fetch_add(&efasim_dmabuf_mr_calls, 1);
-	c->f = f;
+	c->uv = uv;
 	c->uattrs = uattrs;
 	if (efasim_copy_in(attrs, uattrs, h->num_attrs * sizeof(attrs[0])))
 		return -EFAULT;
@@ -301,7 +277,7 @@ static int reg_dmabuf_mr(struct efasim_file *f, const struct ib_uverbs_ioctl_hdr
 	if (!rc)
 		rc = dm_handler(c, attrs);
 	if (rc && (c->present & (1u << UVERBS_ATTR_REG_DMABUF_MR_HANDLE)))
-		efasim_obj_free(&f->uv, c->handle);
+		efasim_obj_destroy(uv, c->handle);
 	return rc;
 }
 
@@ -324,7 +300,7 @@ static const char *method_name(unsigned int obj, unsigned int method)
 	return "method";
 }
 
-static int do_ioctl(struct efasim_file *f, unsigned long req, uint64_t arg,
+static int do_ioctl(struct efasim_uverbs *uv, unsigned long req, uint64_t arg,
 		    struct ib_uverbs_ioctl_hdr *h, struct dm_call *c)
 {
 	if (req != RDMA_VERBS_IOCTL)
@@ -339,24 +315,24 @@ static int do_ioctl(struct efasim_file *f, unsigned long req, uint64_t arg,
 	if (h->driver_id != RDMA_DRIVER_EFA)
 		return -EINVAL;
 	if (h->object_id == UVERBS_OBJECT_MR && h->method_id == UVERBS_METHOD_REG_DMABUF_MR)
-		return reg_dmabuf_mr(f, h, arg + sizeof(*h), c);
+		return reg_dmabuf_mr(uv, h, arg + sizeof(*h), c);
 	c->why = "not emulated";
 	return -EPROTONOSUPPORT;
 }
 
-int efasim_uverbs_ioctl_locked(struct efasim_file *f, unsigned long req, void *arg)
+int efasim_uverbs_ioctl_locked(struct efasim_uverbs *uv, unsigned long req, void *arg)
 {
 	struct ib_uverbs_ioctl_hdr h = { 0 };
 	struct dm_call c = { .fd = -1 };
-	int rc = do_ioctl(f, req, (uintptr_t)arg, &h, &c);
+	int rc = do_ioctl(uv, req, (uintptr_t)arg, &h, &c);
 
 	if (h.object_id == UVERBS_OBJECT_MR && h.method_id == UVERBS_METHOD_REG_DMABUF_MR)
 		efasim_trace("uverbs%d ioctl REG_DMABUF_MR fd %d offset %#llx length %#llx -> %s%s%s%s",
-			     f->uv.dev->index, c.fd, (unsigned long long)c.offset,
+			     uv->dev->index, c.fd, (unsigned long long)c.offset,
 			     (unsigned long long)c.length, rc ? efasim_errname(-rc) : "ok",
 			     c.why ? " (" : "", c.why ? c.why : "", c.why ? ")" : "");
 	else
-		efasim_trace("uverbs%d ioctl object %u %s -> %s%s", f->uv.dev->index,
+		efasim_trace("uverbs%d ioctl object %u %s -> %s%s", uv->dev->index,
 			     h.object_id, method_name(h.object_id, h.method_id),
 			     rc ? efasim_errname(-rc) : "ok", c.why ? " (not emulated)" : "");
 	return rc;

@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libefasim's engine layer: the emulated EFA device.
+ *
+ *   dp_mem.c     the device's tables, which the driver (objects.h) fills:
+ *                memory regions by key and address handles by number, per
+ *                uverbs context; and the copies into and out of them
+ *   dp_engine.c  the device thread: one per process, started by the first
+ *                QP, that reads SQ/RQ doorbells and rings, moves bytes
+ *                through the fabric (fabric.h) and writes completions
+ *
+ * Everything here runs under the global lock (efasim_lock), the thread
+ * included: it takes the lock for one bounded pass at a time. The engine
+ * knows nothing of handles, files or commands: what it reads is in the
+ * structures below, set up by the layer above.
+ */
+#ifndef EFASIM_ENGINE_H
+#define EFASIM_ENGINE_H
+
+#include "fabric.h"
+
+#include <pthread.h>
+
+/* The efa driver's device_caps bits (EFA_QUERY_DEVICE_CAPS_*). */
+#define EFA_CAP_RDMA_READ (1u << 0)
+#define EFA_CAP_CQ_NOTIFICATIONS (1u << 2)
+#define EFA_CAP_RDMA_WRITE (1u << 5)
+
+/* ib_qp_state */
+enum { QPS_RESET, QPS_INIT, QPS_RTR, QPS_RTS, QPS_SQD, QPS_SQE, QPS_ERR };
+/* ib_qp_type: UD, and the driver type that carries SRD */
+#define QPT_UD 4
+#define QPT_DRIVER 0xff
+
+/* ---- device layouts (rdma-core v44 providers/efa/efa_io_defs.h) ---- */
+
+#define EFA_OP_SEND 0
+#define EFA_OP_RDMA_READ 1
+#define EFA_OP_RDMA_WRITE 2 /* newer devices and libefa (rdma-core 45+) */
+
+#define EFA_META_OP_MASK 0x0f
+#define EFA_META_HAS_IMM (1u << 4)
+#define EFA_META_INLINE (1u << 5)
+#define EFA_META_EXT (1u << 6)
+#define EFA_META_DESC (1u << 7)
+#define EFA_CTRL2_PHASE (1u << 0)
+#define EFA_CTRL2_FIRST (1u << 2)
+#define EFA_CTRL2_LAST (1u << 3)
+#define EFA_CTRL2_COMP_REQ (1u << 4)
+#define EFA_LKEY_MASK 0x00ffffffu
+#define EFA_RX_FIRST (1u << 30)
+#define EFA_RX_LAST (1u << 31)
+#define EFA_CQE_PHASE (1u << 0)
+#define EFA_CQE_QTYPE_SHIFT 1
+#define EFA_CQE_HAS_IMM (1u << 3)
+#define EFA_CQE_OP_SHIFT 4
+#define EFA_QTYPE_SEND 1
+#define EFA_QTYPE_RECV 2
+#define EFA_CQ_DB_CI_MASK 0xffffu
+#define EFA_CQ_DB_SN_SHIFT 29
+#define EFA_CQ_DB_ARM (1u << 31)
+#define EFA_AH_UNKNOWN 0xffff
+
+enum efa_status {
+	ST_OK = 0,
+	ST_FLUSHED = 1,
+	ST_QP_INTERNAL = 2,
+	ST_INVALID_OP = 3,
+	ST_INVALID_AH = 4,
+	ST_INVALID_LKEY = 5,
+	ST_BAD_LENGTH = 6,
+	ST_REM_BAD_ADDRESS = 7,
+	ST_REM_ABORT = 8,
+	ST_REM_BAD_DEST_QPN = 9,
+	ST_REM_RNR = 10,
+	ST_REM_BAD_LENGTH = 11,
+	ST_REM_BAD_STATUS = 12,
+	ST_UNRESP_REMOTE = 13,
+};
+
+struct efa_tx_buf {
+	uint32_t length, lkey, addr_lo, addr_hi;
+};
+
+struct efa_tx_wqe {
+	uint16_t req_id;
+	uint8_t ctrl1, ctrl2;
+	uint16_t dest_qp_num, length;
+	uint32_t imm;
+	uint16_t ah, reserved;
+	uint32_t qkey;
+	uint8_t reserved2[12];
+	union {
+		struct efa_tx_buf sgl[2];
+		uint8_t inline_data[32];
+		struct {
+			struct efa_tx_buf remote; /* length, rkey, address */
+			struct efa_tx_buf local;
+		} rdma;
+	} data;
+};
+
+struct efa_rx_desc {
+	uint32_t addr_lo, addr_hi;
+	uint16_t req_id, length;
+	uint32_t lkey_ctrl;
+};
+
+struct efa_cqe {
+	uint16_t req_id;
+	uint8_t status, flags;
+	uint16_t qp_num, length;
+	uint16_t ah, src_qp_num;
+	uint32_t imm;
+	uint8_t src_addr[16]; /* the extended entry (CQ created WITH_SGID) */
+};
+
+/* ---- the device's tables (dp_mem.c) ---- */
+
+#define DP_MR_BUCKETS 64
+
+/* A memory region as the device translates it (iova -> start or map). */
+struct dp_mr {
+	uint32_t key;     /* lkey = rkey */
+	uint32_t pd;      /* the PD handle */
+	uint32_t access;
+	uint8_t on_dmabuf;
+	uint64_t iova, length;
+	uint64_t start;   /* user memory */
+	void *map;        /* a dma-buf: the library's mapping of it */
+	size_t map_skew;
+	struct dp_mr *hnext;
+};
+
+struct dp_ah {
+	uint32_t pd;
+	uint16_t ahn;
+	uint8_t gid[FAB_GID_LEN];
+	struct dp_ah *next;
+};
+
+/* What the device knows of one uverbs context. */
+struct dp_ctx {
+	struct dp_mr *mrs[DP_MR_BUCKETS];
+	struct dp_ah *ahs;
+};
+
+void dp_mr_add(struct dp_ctx *ctx, struct dp_mr *mr);
+void dp_mr_del(struct dp_ctx *ctx, struct dp_mr *mr);
+/* The MR behind a key (its low 24 bits), in that PD; NULL if none. */
+struct dp_mr *dp_mr_lookup(const struct dp_ctx *ctx, uint32_t key, uint32_t pd);
+/* 0 when [iova, iova+len) is inside the MR (*off its offset), else
+ * ST_INVALID_LKEY. */
+int dp_mr_range(const struct dp_mr *mr, uint64_t iova, size_t len, uint64_t *off);
+/* Memory the device reads and writes: 0 or an efa_status. */
+int dp_mem_read(const struct dp_mr *mr, uint64_t iova, void *dst, size_t len);
+int dp_mem_write(const struct dp_mr *mr, uint64_t iova, const void *src, size_t len);
+
+void dp_ah_add(struct dp_ctx *ctx, struct dp_ah *ah);
+void dp_ah_del(struct dp_ctx *ctx, struct dp_ah *ah);
+/* The AH number the PD knows gid by, or EFA_AH_UNKNOWN. */
+uint16_t dp_ah_number(const struct dp_ctx *ctx, uint32_t pd, const uint8_t gid[FAB_GID_LEN]);
+const struct dp_ah *dp_ah_lookup(const struct dp_ctx *ctx, uint16_t ahn, uint32_t pd);
+/* True when an AH of the context has number ahn (any PD). */
+bool dp_ah_number_used(const struct dp_ctx *ctx, uint16_t ahn);
+
+/* ---- queues (dp_engine.c) ---- */
+
+struct dp_cq {
+	uint32_t handle;
+	uint64_t user_handle;
+	uint32_t depth;      /* entries of each sub-CQ */
+	uint32_t entry_size; /* 16, or 32 WITH_SGID */
+	uint32_t nsub;
+	uint8_t *ring;       /* the engine's mapping */
+	volatile uint32_t *db;
+	uint64_t ring_off, ring_len, db_off;
+	uint32_t produced;
+	uint32_t fired_sn;   /* the arm sequence an event was sent for, +1 */
+	struct efasim_file *channel;
+	uint32_t comp_events;
+	struct dp_cq *next, *prev; /* the engine's list */
+	pid_t pid;
+};
+
+struct dp_op;
+struct dp_resp;
+struct dp_peerent;
+
+struct dp_oplist {
+	struct dp_op *head, *tail;
+	uint32_t n;
+};
+
+#define DP_PEER_BUCKETS 64
+
+struct dp_qp {
+	struct dp_ctx *ctx;
+	struct efasim_dev *dev;
+	pid_t pid; /* the process that created it: only it serves it */
+	uint32_t handle, qpn, pd;
+	uint8_t type; /* QPT_UD or QPT_DRIVER (SRD) */
+	uint8_t sq_sig_all;
+	struct dp_cq *scq, *rcq;
+	uint32_t max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline;
+	uint32_t state, qkey, sq_psn, rnr_retry;
+	/* SQ: the LLQ ring and its doorbell */
+	uint8_t *sq;
+	volatile uint32_t *sq_db;
+	uint32_t sq_cnt, sq_ci;
+	/* RQ */
+	uint8_t *rq;
+	volatile uint32_t *rq_db;
+	uint32_t rq_cnt, rq_ci;
+	uint64_t sq_off, sq_len, rq_off, rq_len, sqdb_off, rqdb_off;
+	/* the device */
+	struct fab_qpfile *inbox;
+	struct dp_op *ops; /* sq_cnt of them */
+	uint32_t *op_free;
+	uint32_t nfree;
+	struct dp_oplist txq, wait, retry;
+	struct dp_resp *resp_head, *resp_tail;
+	struct dp_peerent *peers[DP_PEER_BUCKETS];
+	uint64_t next_scan_ns, blocked_since_ns;
+	struct dp_qp *next, *prev;
+};
+
+/* Starts the device thread of this process, if it is not running. */
+int dp_engine_start_locked(void);
+void dp_engine_settle(void); /* without the lock: after a QP went */
+void dp_engine_add_qp(struct dp_qp *qp);
+void dp_engine_del_qp(struct dp_qp *qp);
+void dp_engine_add_cq(struct dp_cq *cq);
+void dp_engine_del_cq(struct dp_cq *cq);
+/* The device side of a new QP (its rings set): its QPN and inbox on the
+ * fabric, its operation slots. */
+int dp_qp_setup(struct dp_qp *qp);
+/* Undoes dp_qp_setup; in a fork child, leaves the parent's QP alone. */
+void dp_qp_teardown(struct dp_qp *qp);
+/* MODIFY_QP's new state (qkey set): published, and the queues flushed or
+ * reset as the device does. */
+void dp_qp_set_state(struct dp_qp *qp, uint32_t state);
+
+#endif /* EFASIM_ENGINE_H */

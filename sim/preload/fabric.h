@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libefasim's fabric layer (dp_fabric.c): the wire between the emulated
+ * devices of the processes, and hosts, that share a fabric directory. It
+ * uses the base (internal.h) only; the engine (engine.h) is its one user.
+ */
+#ifndef EFASIM_FABRIC_H
+#define EFASIM_FABRIC_H
+
+#include "internal.h"
+
+#define FAB_GID_LEN 16
+#define FAB_PKT_HDR 128
+
+enum fab_pkt_type {
+	PKT_SEND = 1,
+	PKT_ACK,
+	PKT_NACK,
+	PKT_READ_REQ,
+	PKT_READ_RESP,
+	PKT_WRITE,
+};
+#define PKT_F_IMM 1u
+#define PKT_F_LAST 2u
+#define PKT_F_SRD 4u
+
+/* The header of every packet in a port slot. */
+struct fab_pkt {
+	uint8_t type, flags;
+	uint16_t status;
+	uint32_t len; /* payload bytes that follow the header */
+	uint32_t src_qpn, dst_qpn;
+	uint32_t qkey, imm;
+	uint64_t op; /* the requester's operation */
+	uint64_t raddr;
+	uint32_t rkey, src_type;
+	uint64_t total, offset;
+	uint64_t src_nonce;
+	uint8_t src_gid[FAB_GID_LEN];
+};
+_Static_assert(sizeof(struct fab_pkt) <= FAB_PKT_HDR, "packet header");
+
+struct fab_qpfile;  /* a mapped QP file (ours: the inbox) */
+struct fab_peer;    /* a remote QP as one local QP sees it */
+
+/* The fabric directory of this process (from the configuration). */
+const char *fab_dir(void);
+/* Allocates a QPN on the device of gid (POSIX lock on its device file)
+ * and creates the QP's file. */
+int fab_qp_create(const uint8_t gid[FAB_GID_LEN], uint32_t max_qp, uint32_t type,
+		  uint32_t max_payload, struct fab_qpfile **out, uint32_t *qpn);
+void fab_qp_destroy(struct fab_qpfile *q);
+/* A fork child's copy of its parent's QP: unmapped, left alone. */
+void fab_qp_forget(struct fab_qpfile *q);
+void fab_qp_publish(struct fab_qpfile *q, uint32_t qkey, uint32_t state);
+uint64_t fab_qp_nonce(const struct fab_qpfile *q);
+/* Calls fn for each packet waiting in the inbox, at most budget; returns
+ * how many were consumed. A packet is consumed when fn returns 0; when it
+ * returns non-zero the packet stays and that port is retried later. */
+typedef int (*fab_rx_fn)(void *arg, const struct fab_pkt *p, const void *payload);
+int fab_qp_poll(struct fab_qpfile *q, int budget, fab_rx_fn fn, void *arg);
+/* Releases ports held by senders that are gone; call now and then. */
+void fab_qp_reap(struct fab_qpfile *q);
+
+/* Looks a remote QP up; 0, -ENODEV (no device has that GID), -ENOENT (no
+ * such QP, or it is gone). The peer belongs to the local QP (src). */
+int fab_peer_open(const uint8_t gid[FAB_GID_LEN], uint32_t qpn, struct fab_peer **out);
+void fab_peer_close(struct fab_peer *p);
+void fab_peer_forget(struct fab_peer *p); /* close, keeping the port claim */
+bool fab_peer_alive_fast(const struct fab_peer *p);
+uint64_t fab_peer_nonce(const struct fab_peer *p);
+/* 1 alive, 0 QP destroyed, -1 its process is gone. */
+int fab_peer_alive(struct fab_peer *p);
+uint32_t fab_peer_type(const struct fab_peer *p);
+uint32_t fab_peer_max_payload(const struct fab_peer *p);
+/* A slot to fill, or NULL when the port is full (or none is free). */
+struct fab_pkt *fab_peer_slot(struct fab_peer *p, const struct fab_qpfile *src, void **payload);
+void fab_peer_commit(struct fab_peer *p);
+
+/* The engine's wake-up page: other engines wake a sleeping one.
+ * fab_engine_prepare says "about to sleep" and returns the wake count;
+ * the engine then checks for work and calls fab_engine_wait. */
+int fab_engine_init(void);
+uint32_t fab_engine_prepare(void);
+void fab_engine_wait(uint32_t seq, long usec);
+void fab_engine_awake(void);
+void fab_engine_kick(void); /* wakes our own engine */
+bool fab_qp_has_pending(const struct fab_qpfile *q);
+bool fab_local_gid(const uint8_t gid[FAB_GID_LEN]);
+void fab_atfork_child(void);
+
+#endif /* EFASIM_FABRIC_H */
