@@ -161,76 +161,101 @@ int efap2p_dev_key(int dev, struct ibv_device *device, uint64_t *key)
 
 /* ---- devices by their struct ibv_device: the warm paths' index ---- */
 
-#define DEV_SLOTS 1024	/* power of two */
-
-struct dev_slot {
-	_Atomic uintptr_t ptr;	/* 0: empty */
-	int dev;
-};
-
-static struct dev_slot dev_slots[DEV_SLOTS];
+/*
+ * Each slot keeps, beside the pointer and the device's entry, the first 16
+ * bytes of its name and its P2P_DMA answer once known, so that the warm
+ * efadv_query_device reads one slot (front.h: efap2p_dev_caps_of) and
+ * nothing else.
+ */
+struct efap2p_dev_slot efap2p_dev_slots[EFAP2P_DEV_SLOTS];
 static int dev_slots_used;
 
-static uint32_t hash_ptr(uintptr_t p)
+/* The name's first 16 bytes, NUL-padded as libibverbs' zeroed device
+ * structs and dev_names hold them. */
+static void name16(const char *name, uint64_t out[2])
 {
-	uint64_t k = (uint64_t)p >> 4;
+	char b[16] = { 0 };
+	size_t n = strnlen(name, sizeof(b));
 
-	k ^= k >> 29;
-	k *= 0xbf58476d1ce4e5b9ull;
-	return (uint32_t)(k >> 32);
+	memcpy(b, name, n);
+	memcpy(out, b, sizeof(b));
 }
 
-/* Is entry dev the device called name? The common short name in one
- * comparison of 16 bytes where both are NUL-padded, as libibverbs'
- * zeroed device structs are. */
+/* Is entry dev the device called name? */
 static int same_name(int dev, const char *name)
 {
-	const char *s = dev_names[dev].s;
-
-	if (!memcmp(s, name, 16))
-		return !s[15] || !strcmp(s, name);
-	return !strcmp(s, name);
+	return !strcmp(dev_names[dev].s, name);
 }
 
 int efap2p_dev_lookup(const struct ibv_device *device)
 {
 	uintptr_t p = (uintptr_t)device;
-	uint32_t i = hash_ptr(p) & (DEV_SLOTS - 1), probes;
+	uint32_t i = efap2p_hash_ptr(p) & (EFAP2P_DEV_SLOTS - 1), probes;
 
-	for (probes = 0; probes < DEV_SLOTS; probes++, i = (i + 1) & (DEV_SLOTS - 1)) {
-		uintptr_t k = atomic_load_explicit(&dev_slots[i].ptr, memory_order_acquire);
+	for (probes = 0; probes < EFAP2P_DEV_SLOTS; probes++, i = (i + 1) & (EFAP2P_DEV_SLOTS - 1)) {
+		uintptr_t k = atomic_load_explicit(&efap2p_dev_slots[i].ptr, memory_order_acquire);
 
 		if (k == p)
-			return same_name(dev_slots[i].dev, device->name) ? dev_slots[i].dev : -1;
+			return same_name(efap2p_dev_slots[i].dev, device->name) ? efap2p_dev_slots[i].dev : -1;
 		if (!k)
 			return -1;
 	}
 	return -1;
 }
 
+int efap2p_dev_caps_slow(const struct ibv_device *device)
+{
+	int dev = efap2p_dev_lookup(device);
+
+	return dev < 0 ? EFAP2P_UNKNOWN : atomic_load_explicit(&dev_names[dev].caps, memory_order_acquire);
+}
+
 int efap2p_dev_of(const struct ibv_device *device)
 {
 	uintptr_t p = (uintptr_t)device;
-	uint32_t i = hash_ptr(p) & (DEV_SLOTS - 1);
+	uint32_t i = efap2p_hash_ptr(p) & (EFAP2P_DEV_SLOTS - 1);
 	int dev = efap2p_dev_index(device->name);
+	struct efap2p_dev_slot *s;
 
 	if (dev < 0 || efap2p_dev_lookup(device) == dev)
 		return dev;
 	pthread_mutex_lock(&insert_lock);
-	if (dev_slots_used < DEV_SLOTS / 4 * 3) {
-		while (atomic_load_explicit(&dev_slots[i].ptr, memory_order_relaxed) &&
-		       atomic_load_explicit(&dev_slots[i].ptr, memory_order_relaxed) != p)
-			i = (i + 1) & (DEV_SLOTS - 1);
+	if (dev_slots_used < EFAP2P_DEV_SLOTS / 4 * 3) {
+		while (atomic_load_explicit(&efap2p_dev_slots[i].ptr, memory_order_relaxed) &&
+		       atomic_load_explicit(&efap2p_dev_slots[i].ptr, memory_order_relaxed) != p)
+			i = (i + 1) & (EFAP2P_DEV_SLOTS - 1);
 		/* a pointer seen before for another name (a device freed and
 		 * its memory reused) keeps its slot: lookups by name answer */
-		if (!atomic_load_explicit(&dev_slots[i].ptr, memory_order_relaxed)) {
-			dev_slots[i].dev = dev;
-			atomic_store_explicit(&dev_slots[i].ptr, p, memory_order_release);
+		s = &efap2p_dev_slots[i];
+		if (!atomic_load_explicit(&s->ptr, memory_order_relaxed)) {
+			s->dev = dev;
+			name16(device->name, s->name);
+			s->long_name = strlen(device->name) >= sizeof(s->name);
+			atomic_store_explicit(&s->caps,
+					      atomic_load_explicit(&dev_names[dev].caps, memory_order_relaxed),
+					      memory_order_relaxed);
+			atomic_store_explicit(&s->ptr, p, memory_order_release);
 			dev_slots_used++;
 		}
 	}
 	pthread_mutex_unlock(&insert_lock);
 	return dev;
+}
+
+void efap2p_dev_set_caps(int dev, int caps)
+{
+	int want = EFAP2P_UNKNOWN;
+	uint32_t i;
+
+	atomic_compare_exchange_strong(&dev_names[dev].caps, &want, caps);
+	caps = atomic_load_explicit(&dev_names[dev].caps, memory_order_relaxed);
+	/* every pointer of the device gets the answer: the warm path's */
+	pthread_mutex_lock(&insert_lock);
+	for (i = 0; i < EFAP2P_DEV_SLOTS; i++)
+		if (atomic_load_explicit(&efap2p_dev_slots[i].ptr, memory_order_relaxed) &&
+		    efap2p_dev_slots[i].dev == dev)
+			atomic_store_explicit(&efap2p_dev_slots[i].caps, caps, memory_order_release);
+	pthread_mutex_unlock(&insert_lock);
 }
 
 int efap2p_exp_index(const char *exp_name)

@@ -7,7 +7,9 @@
 #define EFAP2P_FRONT_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include <infiniband/efadv_p2p.h>
@@ -116,6 +118,64 @@ struct efap2p_pair {
 int efap2p_dev_index(const char *ibdev);
 /* The index of device, without a lock; -1 when not known yet. */
 int efap2p_dev_lookup(const struct ibv_device *device);
+
+/* The device pointers the warm paths know (cache.c), an open-addressed
+ * table: the pointer, its entry, the first 16 bytes of its name (to tell a
+ * pointer freed and reused by another device) and its P2P_DMA answer. */
+#define EFAP2P_DEV_SLOTS 1024	/* power of two */
+struct efap2p_dev_slot {
+	_Atomic uintptr_t ptr;	/* 0: empty */
+	int dev;
+	int long_name;		/* 16 bytes or more: compared whole */
+	uint64_t name[2];
+	_Atomic int caps;	/* EFAP2P_UNKNOWN, _NO or _YES */
+};
+extern struct efap2p_dev_slot efap2p_dev_slots[EFAP2P_DEV_SLOTS];
+
+static inline uint32_t efap2p_hash_ptr(uintptr_t p)
+{
+	uint64_t k = (uint64_t)p >> 4;
+
+	k ^= k >> 29;
+	k *= 0xbf58476d1ce4e5b9ull;
+	return (uint32_t)(k >> 32);
+}
+
+int efap2p_dev_caps_slow(const struct ibv_device *device);
+
+/* device's slot when it is the first probed and holds device, else NULL
+ * (then the callers ask the whole table). */
+static inline const struct efap2p_dev_slot *efap2p_dev_slot_of(const struct ibv_device *device)
+{
+	uintptr_t p = (uintptr_t)device;
+	const struct efap2p_dev_slot *s = &efap2p_dev_slots[efap2p_hash_ptr(p) & (EFAP2P_DEV_SLOTS - 1)];
+	uint64_t n0, n1;
+
+	if (atomic_load_explicit(&s->ptr, memory_order_acquire) != p || s->long_name)
+		return NULL;
+	memcpy(&n0, device->name, 8);
+	memcpy(&n1, device->name + 8, 8);
+	return n0 == s->name[0] && n1 == s->name[1] ? s : NULL;
+}
+
+/* The cached P2P_DMA answer of device, without a lock (and mostly without
+ * a call): EFAP2P_UNKNOWN when not known yet. The warm efadv_query_device. */
+static inline int efap2p_dev_caps_of(const struct ibv_device *device)
+{
+	const struct efap2p_dev_slot *s = efap2p_dev_slot_of(device);
+
+	return s ? atomic_load_explicit(&s->caps, memory_order_acquire) : efap2p_dev_caps_slow(device);
+}
+
+/* efap2p_dev_lookup, the first slot read inline. */
+static inline int efap2p_dev_find(const struct ibv_device *device)
+{
+	const struct efap2p_dev_slot *s = efap2p_dev_slot_of(device);
+
+	return s ? s->dev : efap2p_dev_lookup(device);
+}
+/* Records the P2P_DMA answer of entry dev (the first one stays). */
+void efap2p_dev_set_caps(int dev, int caps);
 /* The index of device, added if new (inside a guard); -1 when full. */
 int efap2p_dev_of(const struct ibv_device *device);
 _Atomic int *efap2p_dev_caps(int dev);
