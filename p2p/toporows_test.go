@@ -77,6 +77,25 @@ func TestParseTopologyFileV3(t *testing.T) {
 	}
 }
 
+// TestDocumentedRows: the example of docs/topology-file.md reads as it
+// says.
+func TestDocumentedRows(t *testing.T) {
+	doc := `{"format": "efap2p-topology", "version": 3,
+    "machine": {"kernel": "6.8.0-1015-aws", "functions": [{"addr": "0000:53:00.0", "id": "10de:2330"}, {"addr": "0000:4f:00.0", "id": "1d0f:efa1"}]},
+    "pairs": [
+      [0, 1, "BUS_ADDR", 4, "PIX", "nvidia", "p2p", 31507, 280],
+      [0, "0000:50:00.0", "THRU_HOST_BRIDGE", 8, "PHB", "nvidia", "refused", 31507, 810, [], "measured: the firmware blocks it"]
+    ]}`
+	tf, err := p2p.ParseTopologyFile([]byte(doc), "doc.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tf.Pairs) != 2 || tf.Pairs[0].Client != p2p.MustParseAddr("0000:4f:00.0") || tf.Pairs[1].Outcome != p2p.OutcomeRefused ||
+		tf.Pairs[1].Reason != "measured: the firmware blocks it" || tf.Pairs[1].Path != p2p.PathPHB {
+		t.Errorf("%+v", tf.Pairs)
+	}
+}
+
 // TestTopologyFileV3RoundTrip: what Marshal writes reads back as it was,
 // each function and each reason written once.
 func TestTopologyFileV3RoundTrip(t *testing.T) {
