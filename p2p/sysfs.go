@@ -96,23 +96,30 @@ func (s *Sysfs) Stats() SysfsStats {
 
 func (s *Sysfs) devPath(a Addr, name string) string {
 	s.rootMu.Lock()
-	p, ok := s.fnDirs[a]
+	dir, ok := s.fnDirs[a]
 	s.rootMu.Unlock()
-	if !ok {
-		p = s.root + "/bus/pci/devices/" + a.String()
+	b := make([]byte, 0, len(s.root)+len(dir)+len(name)+40)
+	if ok {
+		b = append(b, dir...)
+	} else {
+		b = a.appendTo(append(append(b, s.root...), "/bus/pci/devices/"...))
 	}
 	if name != "" {
-		p += "/" + name
+		b = append(append(b, '/'), name...)
 	}
-	return p
+	return string(b)
 }
+
+// linkPrefix is how the kernel's bus/pci/devices links start: up to the
+// root of sysfs, then into devices/.
+const linkPrefix = "../../../devices/"
 
 // Chain implements Source: one readlink of bus/pci/devices/<a> names every
 // bridge above the function, as the kernel nests device directories.
 func (s *Sysfs) Chain(a Addr) (RootBus, []Addr, error) {
 	s.readlinks.Add(1)
 	// the link itself, never the directory an earlier Chain resolved it to
-	target, err := os.Readlink(s.root + "/bus/pci/devices/" + a.String())
+	target, err := os.Readlink(string(a.appendTo([]byte(s.root + "/bus/pci/devices/"))))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return RootBus{}, nil, fmt.Errorf("%w: %s is not in %s", ErrNoFunction, a, s.root)
@@ -123,20 +130,32 @@ func (s *Sysfs) Chain(a Addr) (RootBus, []Addr, error) {
 	if err != nil {
 		return root, chain, err
 	}
-	if !filepath.IsAbs(dir) {
+	s.rootMu.Lock()
+	_, known := s.rootDirs[root]
+	s.rootMu.Unlock()
+	if !known && !filepath.IsAbs(dir) {
 		dir = filepath.Join(s.root, "bus/pci/devices", dir)
+	}
+	// A relative link (as sysfs writes them) that stays inside the tree:
+	// the kernel's own shape is joined without cleaning the whole path.
+	fnDir := ""
+	if rest, ok := strings.CutPrefix(target, linkPrefix); ok && !strings.Contains(rest, "..") && !strings.Contains(rest, "//") {
+		fnDir = s.root + "/devices/" + rest
+	} else if !filepath.IsAbs(target) {
+		if d := filepath.Join(s.root, "bus/pci/devices", target); strings.HasPrefix(d, filepath.Join(s.root, "devices")+"/") {
+			fnDir = d
+		}
 	}
 	s.rootMu.Lock()
 	if s.rootDirs == nil {
 		s.rootDirs = map[RootBus]string{}
 		s.fnDirs = map[Addr]string{}
 	}
-	s.rootDirs[root] = dir
-	// A relative link (as sysfs writes them) that stays inside the tree.
-	if !filepath.IsAbs(target) {
-		if d := filepath.Join(s.root, "bus/pci/devices", target); strings.HasPrefix(d, filepath.Join(s.root, "devices")+"/") {
-			s.fnDirs[a] = d
-		}
+	if !known {
+		s.rootDirs[root] = dir
+	}
+	if fnDir != "" {
+		s.fnDirs[a] = fnDir
 	}
 	s.rootMu.Unlock()
 	return root, chain, nil
