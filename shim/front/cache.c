@@ -242,20 +242,27 @@ int efap2p_dev_of(const struct ibv_device *device)
 	return dev;
 }
 
-void efap2p_dev_set_caps(int dev, int caps)
+int efap2p_dev_set_caps(const struct ibv_device *device, int dev, int caps)
 {
+	uintptr_t p = (uintptr_t)device;
+	uint32_t i = efap2p_hash_ptr(p) & (EFAP2P_DEV_SLOTS - 1), probes;
 	int want = EFAP2P_UNKNOWN;
-	uint32_t i;
 
 	atomic_compare_exchange_strong(&dev_names[dev].caps, &want, caps);
-	caps = atomic_load_explicit(&dev_names[dev].caps, memory_order_relaxed);
-	/* every pointer of the device gets the answer: the warm path's */
-	pthread_mutex_lock(&insert_lock);
-	for (i = 0; i < EFAP2P_DEV_SLOTS; i++)
-		if (atomic_load_explicit(&efap2p_dev_slots[i].ptr, memory_order_relaxed) &&
-		    efap2p_dev_slots[i].dev == dev)
+	caps = atomic_load_explicit(&dev_names[dev].caps, memory_order_acquire);
+	/* this pointer's slot gets the answer, for the warm path; another
+	 * pointer of the device gets it on its first call */
+	for (probes = 0; probes < EFAP2P_DEV_SLOTS; probes++, i = (i + 1) & (EFAP2P_DEV_SLOTS - 1)) {
+		uintptr_t k = atomic_load_explicit(&efap2p_dev_slots[i].ptr, memory_order_acquire);
+
+		if (!k)
+			break;
+		if (k == p && efap2p_dev_slots[i].dev == dev) {
 			atomic_store_explicit(&efap2p_dev_slots[i].caps, caps, memory_order_release);
-	pthread_mutex_unlock(&insert_lock);
+			break;
+		}
+	}
+	return caps;
 }
 
 int efap2p_exp_index(const char *exp_name)

@@ -174,8 +174,9 @@ static inline int efap2p_dev_find(const struct ibv_device *device)
 
 	return s ? s->dev : efap2p_dev_lookup(device);
 }
-/* Records the P2P_DMA answer of entry dev (the first one stays). */
-void efap2p_dev_set_caps(int dev, int caps);
+/* Records the P2P_DMA answer of entry dev (the first one stays) and in
+ * device's slot; returns the answer kept. */
+int efap2p_dev_set_caps(const struct ibv_device *device, int dev, int caps);
 /* The index of device, added if new (inside a guard); -1 when full. */
 int efap2p_dev_of(const struct ibv_device *device);
 _Atomic int *efap2p_dev_caps(int dev);

@@ -45,7 +45,7 @@ static int p2p_dma_slow(struct ibv_device *device, int off)
 	}
 	caps = atomic_load_explicit(efap2p_dev_caps(dev), memory_order_acquire);
 	if (caps != EFAP2P_UNKNOWN) {
-		efap2p_dev_set_caps(dev, caps);	/* this pointer's slot too */
+		efap2p_dev_set_caps(device, dev, caps);	/* this pointer's slot too */
 		efap2p_guard_leave(&g);
 		return caps == EFAP2P_YES;
 	}
@@ -62,8 +62,7 @@ static int p2p_dma_slow(struct ibv_device *device, int off)
 		if (out.summary && *out.summary)
 			efap2p_log(EFAP2P_LOG_INFO, "%s", out.summary);
 	}
-	efap2p_dev_set_caps(dev, reaches ? EFAP2P_YES : EFAP2P_NO);
-	caps = atomic_load_explicit(efap2p_dev_caps(dev), memory_order_acquire);
+	caps = efap2p_dev_set_caps(device, dev, reaches ? EFAP2P_YES : EFAP2P_NO);
 	efap2p_guard_leave(&g);
 	return caps == EFAP2P_YES;
 }
