@@ -46,6 +46,16 @@ func openNonblock(path string, extra int) (int, error) {
 	}
 }
 
+// openAttr is openNonblock for a sysfs attribute or config file, made raw
+// (rawsys.go).
+func openAttr(path string) (int, error) {
+	fd, err := rawOpen(path, openFlags)
+	if err != nil {
+		return -1, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	return fd, nil
+}
+
 // openStat opens path for reading without blocking and checks that it is
 // a regular file (a directory when dir is set), returning its status. The
 // caller closes fd.

@@ -119,7 +119,7 @@ const linkPrefix = "../../../devices/"
 func (s *Sysfs) Chain(a Addr) (RootBus, []Addr, error) {
 	s.readlinks.Add(1)
 	// the link itself, never the directory an earlier Chain resolved it to
-	target, err := os.Readlink(string(a.appendTo([]byte(s.root + "/bus/pci/devices/"))))
+	target, err := rawReadlink(string(a.appendTo([]byte(s.root + "/bus/pci/devices/"))))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return RootBus{}, nil, fmt.Errorf("%w: %s is not in %s", ErrNoFunction, a, s.root)
@@ -230,7 +230,7 @@ func (s *Sysfs) Link(a Addr) (float64, int, error) {
 // Driver implements Source.
 func (s *Sysfs) Driver(a Addr) (string, error) {
 	s.readlinks.Add(1)
-	t, err := os.Readlink(s.devPath(a, "driver"))
+	t, err := rawReadlink(s.devPath(a, "driver"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
@@ -287,11 +287,11 @@ func (s *Sysfs) Attrs(a Addr) (Attrs, error) {
 		at.LinkWidth, _ = strconv.Atoi(b)
 	}
 	s.readlinks.Add(1)
-	if t, err := os.Readlink(s.devPath(a, "driver")); err == nil {
+	if t, err := rawReadlink(s.devPath(a, "driver")); err == nil {
 		at.Driver = filepath.Base(t)
 	}
 	s.readlinks.Add(1)
-	if t, err := os.Readlink(s.devPath(a, "physfn")); err == nil {
+	if t, err := rawReadlink(s.devPath(a, "physfn")); err == nil {
 		if pf, ok := parseAddr(filepath.Base(t)); ok {
 			at.PhysFn = &pf
 		}
@@ -467,16 +467,13 @@ func parseCPUModalias(s string) (CPU, error) {
 // readAttr reads a small attribute file and trims the trailing newline.
 func (s *Sysfs) readAttr(path string) (string, error) {
 	s.attrReads.Add(1)
-	fd, err := openNonblock(path, 0)
+	fd, err := openAttr(path)
 	if err != nil {
 		return "", err
 	}
-	defer syscall.Close(fd)
+	defer rawClose(fd)
 	var buf [128]byte
-	n, err := syscall.Read(fd, buf[:])
-	for err == syscall.EINTR {
-		n, err = syscall.Read(fd, buf[:])
-	}
+	n, err := rawRead(fd, buf[:])
 	if err != nil {
 		return "", &fs.PathError{Op: "read", Path: path, Err: err}
 	}
@@ -506,7 +503,7 @@ type sysfsConfig struct {
 }
 
 func (s *Sysfs) openConfig(a Addr) (*sysfsConfig, error) {
-	fd, err := openNonblock(s.devPath(a, "config"), 0)
+	fd, err := openAttr(s.devPath(a, "config"))
 	if err != nil {
 		return nil, err
 	}
@@ -514,14 +511,11 @@ func (s *Sysfs) openConfig(a Addr) (*sysfsConfig, error) {
 	return &sysfsConfig{s: s, fd: fd}, nil
 }
 
-func (c *sysfsConfig) close() { syscall.Close(c.fd) }
+func (c *sysfsConfig) close() { rawClose(c.fd) }
 
 func (c *sysfsConfig) pread(off int) (uint32, int, error) {
 	var b [4]byte
-	n, err := syscall.Pread(c.fd, b[:], int64(off))
-	for err == syscall.EINTR {
-		n, err = syscall.Pread(c.fd, b[:], int64(off))
-	}
+	n, err := rawPread(c.fd, b[:], int64(off))
 	return binary.LittleEndian.Uint32(b[:]), n, err
 }
 
@@ -605,7 +599,7 @@ func (s *Sysfs) RDMADevice(ibdev string) (Addr, error) {
 	}
 	link := filepath.Join(s.root, "class/infiniband", ibdev, "device")
 	s.readlinks.Add(1)
-	t, err := os.Readlink(link)
+	t, err := rawReadlink(link)
 	if err == nil && !strings.HasSuffix(t, "..") {
 		// The kernel's link names the function last: "../../../0000:4f:00.0".
 		if a, ok := parseAddr(filepath.Base(t)); ok {
