@@ -22,7 +22,8 @@
  * c-shared library (ctests/shim/emptycore) is loaded and its function
  * called first. Prints key=value pairs: load_us (dlopen and the first
  * call), replay_us, total_us, cpu_us (the whole process's CPU time, every
- * thread, over both), calls.
+ * thread, over both), faults and csw (page faults and context switches,
+ * every thread), calls.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -71,6 +72,16 @@ static double cpu_us(void)
 	getrusage(RUSAGE_SELF, &ru);
 	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 + ru.ru_utime.tv_usec +
 	       ru.ru_stime.tv_usec;
+}
+
+/* Page faults (minor and major) and context switches so far, every thread. */
+static void faults(long *flt, long *csw)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	*flt = ru.ru_minflt + ru.ru_majflt;
+	*csw = ru.ru_nvcsw + ru.ru_nivcsw;
 }
 
 static char *join(const char *root, const char *rel)
@@ -176,6 +187,7 @@ int main(int argc, char **argv)
 {
 	const char *root = getenv("SYSFS_PATH");
 	double t0, t1, t2, c0, c1;
+	long f0, f1, s0, s1;
 	struct op *ops;
 	int n;
 
@@ -185,6 +197,7 @@ int main(int argc, char **argv)
 	}
 	ops = load(argv[1], root, &n);
 	CALLGRIND_ZERO_STATS;
+	faults(&f0, &s0);
 	c0 = cpu_us();
 	t0 = now_us();
 	if (argc == 3) {
@@ -201,8 +214,9 @@ int main(int argc, char **argv)
 	replay(ops, n);
 	t2 = now_us();
 	c1 = cpu_us();
+	faults(&f1, &s1);
 	CALLGRIND_DUMP_STATS_AT("floor");
-	printf("load_us=%.1f replay_us=%.1f total_us=%.1f cpu_us=%.0f calls=%d\n", t1 - t0, t2 - t1,
-	       t2 - t0, c1 - c0, n);
+	printf("load_us=%.1f replay_us=%.1f total_us=%.1f cpu_us=%.0f faults=%ld csw=%ld calls=%d\n",
+	       t1 - t0, t2 - t1, t2 - t0, c1 - c0, f1 - f0, s1 - s0, n);
 	return 0;
 }

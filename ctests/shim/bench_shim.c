@@ -76,6 +76,16 @@ static double cpu_us(void)
 	       ru.ru_stime.tv_usec;
 }
 
+/* Page faults (minor and major) and context switches so far, every thread. */
+static void faults(long *flt, long *csw)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	*flt = ru.ru_minflt + ru.ru_majflt;
+	*csw = ru.ru_nvcsw + ru.ru_nivcsw;
+}
+
 /* A path that does not exist, opened so that a trace shows where. */
 static void marker(const char *name)
 {
@@ -222,19 +232,23 @@ typedef int (*query_peer_fn)(struct ibv_context *, const char *, struct efadv_p2
 static void cold(int split)
 {
 	struct ibv_device **list;
-	struct ibv_context *ctx[64];
+	struct ibv_context **ctx;
 	struct efadv_device_attr a;
 	struct efadv_p2p_attr pa;
 	int i, n = 0, set = 0;
 	double t0, t1, t2, tf = 0, c0, c1;
-	long rss0, rss1;
+	long rss0, rss1, f0, f1, s0, s1;
 
 	list = ibv_get_device_list(&n);
-	for (i = 0; i < n && i < 64; i++)
+	ctx = calloc((size_t)n + 1, sizeof(*ctx));
+	if (!ctx)
+		exit(2);
+	for (i = 0; i < n; i++)
 		ctx[i] = ibv_open_device(list[i]);
 	rss0 = status_field("VmRSS:");
 	marker("cold-begin");
 	CALLGRIND_ZERO_STATS;
+	faults(&f0, &s0);
 	c0 = cpu_us();
 	t0 = now_ns();
 	if (split) {
@@ -245,20 +259,21 @@ static void cold(int split)
 			q(ctx[0], "ffff:ff:1f.7", &pa, sizeof(pa));
 	}
 	t1 = now_ns();
-	for (i = 0; i < n && i < 64; i++) {
-		if (!efadv_query_device(ctx[i], &a, sizeof(a)))
+	for (i = 0; i < n; i++) {
+		if (ctx[i] && !efadv_query_device(ctx[i], &a, sizeof(a)))
 			set += !!(a.device_caps & P2P_DMA_BIT);
 		if (!i)
 			tf = now_ns();
 	}
 	t2 = now_ns();
 	c1 = cpu_us();
+	faults(&f1, &s1);
 	CALLGRIND_DUMP_STATS_AT("cold");
 	marker("cold-end");
 	rss1 = status_field("VmRSS:");
-	printf("devices=%d p2p=%d load_us=%.1f first_us=%.1f answers_us=%.1f total_us=%.1f cpu_us=%.0f rss_kib=%ld threads=%ld core=%d\n",
+	printf("devices=%d p2p=%d load_us=%.1f first_us=%.1f answers_us=%.1f total_us=%.1f cpu_us=%.0f faults=%ld csw=%ld rss_kib=%ld threads=%ld core=%d\n",
 	       n, set, (t1 - t0) / 1e3, (tf - t1) / 1e3, (t2 - t1) / 1e3, (t2 - t0) / 1e3, c1 - c0,
-	       rss1 - rss0, status_field("Threads:"), core_mapped());
+	       f1 - f0, s1 - s0, rss1 - rss0, status_field("Threads:"), core_mapped());
 }
 
 /* Spawns argv once; wall ns, and peak RSS (KiB) and CPU ns through *rss
