@@ -27,7 +27,8 @@ import (
 //	 16  file size (u64)          24  flags (u32)         28  sections (u32)
 //	 32  JSON size (u64)          40  JSON mtime, ns (u64) 48  JSON inode (u64)
 //	 64  kernel release (char[72], NUL-terminated)
-//	136  boot ID (char[48], NUL-terminated; "" unless boot-bound)
+//	136  boot ID (char[48], NUL-terminated; "" unless boot-bound or checked)
+//	184  sysfs tree (u64; checked indexes: TreeID of the tree export read)
 //	section table: one {kind, count, offset, size} (u32 each) per section
 //	sections, 8-byte aligned, in table order, the strings last: functions,
 //	NICs, dma-bufs, peers, strings
@@ -37,17 +38,25 @@ import (
 // dma-buf record whose NIC is AnyNIC holds the answer for every NIC of the
 // index (an exporter of system memory, or one that owns no function).
 //
+// An index written for a file that outlives boots (an operator's) records
+// the boot and the sysfs tree export read the machine in (IndexChecked):
+// in that boot, on that tree, a reader takes its functions as checked and
+// its NICs' names as this boot's, as for a boot-time index; in any other,
+// it checks every function (version 2 indexes, which lack it, always do).
+// A device hot-plugged after the export within that boot is not seen:
+// export again, or enable the boot unit, whose file the udev rule rewrites.
+//
 // The index is bound to its JSON file by the JSON's size and modification
 // time (the inode is recorded, not checked, so that copies that keep the
 // time, cp -p or rsync -t, stay bound): a JSON file edited or replaced
 // after the index was written makes the index stale, and the Go core then
 // reads the JSON.
 const (
-	IndexMagic      = "EFAP2PIX"
-	IndexVersion    = 2
+	IndexMagic   = "EFAP2PIX"
+	IndexVersion = 3
+	// IndexVersion2 is the previous version (no checked flag), still read.
+	IndexVersion2   = 2
 	IndexHeaderSize = 192
-	// MaxIndexSize bounds what a reader reads of an index.
-	MaxIndexSize = 16 << 20
 	// IndexSuffix is appended to the topology file's name.
 	IndexSuffix = ".idx"
 )
@@ -55,7 +64,42 @@ const (
 // Header flags.
 const (
 	IndexBootBound = 1 << 0 // written at boot: the boot ID binds it
+	IndexChecked   = 1 << 1 // written on this machine in boot BootID, on sysfs tree Tree
 )
+
+// Bounds on an index: a reader reads any up to MinIndexLimit, and past that
+// what one for a machine of its size can hold (IndexLimit), so that no
+// index export writes is refused on its machine; offsets are 32 bits.
+const (
+	MinIndexLimit = 16 << 20
+	maxIndexSize  = 1<<32 - 1
+)
+
+// IndexLimit is the most a reader reads of an index on a machine of n PCI
+// functions: each NIC's records for as many exporters as a front keeps
+// (64) and a peer record, with its strings, for every ordered pair of
+// functions. The C front applies the same formula.
+func IndexLimit(n int) uint64 {
+	return max(MinIndexLimit, 1<<20+uint64(n)*64*(dmabufSize+64)+uint64(n)*uint64(n)*256)
+}
+
+// TreeID names the sysfs tree at root as a checked index records it: a
+// hash of the device and inode of its bus/pci/devices directory (the C
+// front computes the same). 0 when it cannot be read.
+func TreeID(root string) uint64 {
+	var st syscall.Stat_t
+	if err := syscall.Stat(root+"/bus/pci/devices", &st); err != nil {
+		return 0
+	}
+	var b [16]byte
+	le.PutUint64(b[:], st.Dev)
+	le.PutUint64(b[8:], st.Ino)
+	h := uint64(14695981039346656037) // FNV-1a
+	for _, c := range b {
+		h = (h ^ uint64(c)) * 1099511628211
+	}
+	return h
+}
 
 // Section kinds.
 const (
@@ -103,6 +147,10 @@ type JSONIdentity struct {
 type Index struct {
 	JSON      JSONIdentity
 	BootBound bool
+	// Checked: written on this machine in boot BootID, on the sysfs tree
+	// Tree (TreeID), for a file that outlives boots.
+	Checked   bool
+	Tree      uint64
 	Kernel    string
 	BootID    string
 	Functions []IndexFunction
@@ -417,9 +465,15 @@ func (ix *Index) Marshal() []byte {
 	copy(out, IndexMagic)
 	le.PutUint32(out[8:], IndexVersion)
 	le.PutUint32(out[12:], IndexHeaderSize)
+	var flags uint32
 	if ix.BootBound {
-		le.PutUint32(out[24:], IndexBootBound)
+		flags |= IndexBootBound
 	}
+	if ix.Checked {
+		flags |= IndexChecked
+	}
+	le.PutUint32(out[24:], flags)
+	le.PutUint64(out[184:], ix.Tree)
 	le.PutUint32(out[28:], sectionKinds)
 	le.PutUint64(out[32:], ix.JSON.Size)
 	le.PutUint64(out[40:], ix.JSON.MtimeNs)
@@ -466,25 +520,31 @@ func inline(b []byte) (string, error) {
 	return string(b[:n]), nil
 }
 
-// ReadIndex decodes and checks an index, as the C front does: every
-// offset, length and count within the file, records sorted, strings
-// terminated. It never reads out of bounds, whatever data holds.
+// ReadIndex decodes and checks an index of version 3 or 2, as the C front
+// does: every offset, length and count within the file, records sorted,
+// strings terminated. It never reads out of bounds, whatever data holds.
+// How much of a file to read is the reader's (IndexLimit).
 func ReadIndex(data []byte) (*Index, error) {
-	if len(data) < IndexHeaderSize || len(data) > MaxIndexSize {
+	if len(data) < IndexHeaderSize || uint64(len(data)) > maxIndexSize {
 		return nil, indexErr("%d bytes", len(data))
 	}
 	if string(data[:8]) != IndexMagic {
 		return nil, indexErr("no %s magic", IndexMagic)
 	}
-	if v := le.Uint32(data[8:]); v != IndexVersion {
-		return nil, indexErr("version %d, this build reads %d", v, IndexVersion)
+	version := le.Uint32(data[8:])
+	if version != IndexVersion && version != IndexVersion2 {
+		return nil, indexErr("version %d, this build reads %d and %d", version, IndexVersion2, IndexVersion)
 	}
 	if le.Uint32(data[12:]) != IndexHeaderSize || le.Uint64(data[16:]) != uint64(len(data)) {
 		return nil, indexErr("header or file size does not match the file")
 	}
 	flags := le.Uint32(data[24:])
 	n := le.Uint32(data[28:])
-	if flags&^IndexBootBound != 0 || n == 0 || n > sectionKinds {
+	known := uint32(IndexBootBound | IndexChecked)
+	if version == IndexVersion2 {
+		known = IndexBootBound
+	}
+	if flags&^known != 0 || flags == IndexBootBound|IndexChecked || n == 0 || n > sectionKinds {
 		return nil, indexErr("flags %#x, %d sections", flags, n)
 	}
 	tableEnd := uint64(IndexHeaderSize) + uint64(n)*sectionSize
@@ -517,7 +577,7 @@ func ReadIndex(data []byte) (*Index, error) {
 	if strs == nil {
 		return nil, indexErr("no strings")
 	}
-	ix := &Index{BootBound: flags&IndexBootBound != 0,
+	ix := &Index{BootBound: flags&IndexBootBound != 0, Checked: flags&IndexChecked != 0,
 		JSON: JSONIdentity{le.Uint64(data[32:]), le.Uint64(data[40:]), le.Uint64(data[48:])}}
 	var err error
 	if ix.Kernel, err = inline(data[kernelOff : kernelOff+kernelLen]); err != nil {
@@ -526,8 +586,11 @@ func ReadIndex(data []byte) (*Index, error) {
 	if ix.BootID, err = inline(data[bootOff : bootOff+bootLen]); err != nil {
 		return nil, err
 	}
-	if ix.BootBound != (ix.BootID != "") {
-		return nil, indexErr("boot flag and boot ID disagree")
+	if (ix.BootBound || ix.Checked) != (ix.BootID != "") {
+		return nil, indexErr("boot flags and boot ID disagree")
+	}
+	if version != IndexVersion2 {
+		ix.Tree = le.Uint64(data[184:])
 	}
 	for i := 0; i < counts[SectionFunctions]; i++ {
 		b := secs[SectionFunctions][i*functionSize:]

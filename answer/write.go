@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/efap2p/efap2p/p2p"
@@ -50,10 +51,35 @@ func WriteTopology(name string, tf *p2p.TopologyFile, s *p2p.Sysfs, opts p2p.Opt
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(name+IndexSuffix, ix.Marshal()); err != nil {
+	// A file that outlives boots is checked on this machine now: in this
+	// boot, on this tree, readers need not check its functions again.
+	if !ix.BootBound {
+		if b := bootID(); b != "" && len(b) < bootLen {
+			ix.Checked, ix.BootID, ix.Tree = true, b, TreeID(s.Root())
+		}
+	}
+	data = ix.Marshal()
+	fns, err := s.Functions()
+	if err != nil {
+		return err
+	}
+	if limit := IndexLimit(len(fns)); uint64(len(data)) > limit {
+		return fmt.Errorf("the index of %s would be %d bytes, more than its readers read on a machine of %d PCI functions (%d)", name, len(data), len(fns), limit)
+	}
+	if err := writeAtomic(name+IndexSuffix, data); err != nil {
 		return err
 	}
 	return syncDir(dir)
+}
+
+// bootID is this boot's ID (/proc/sys/kernel/random/boot_id), "" when it
+// cannot be read; tests replace it.
+var bootID = func() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // WriteFileAtomic writes data to name as WriteTopology writes its files:

@@ -8,7 +8,13 @@ emulated host's tree):
   boot       the boot-time file (efap2p export --boot, as the unit runs
              it): every answer from its index, no Go core, one thread
   operator   the operator's /etc file with a NIC recorded as blocking
-             peers: used, that NIC loses P2P_DMA, still no Go core
+             peers, exported on another host of the same model: used
+             (its functions checked one by one), that NIC loses P2P_DMA,
+             still no Go core
+  checked    the same file exported on this host: in this boot, on this
+             tree, its functions are not read again -- a device ID changed
+             since (as a hot-plug would) goes unseen -- and its NICs are
+             found by name
   other      the same file read on another machine model: ignored with one
              line saying why; the answers are that machine's
   writable   the same file, group-writable: ignored with one line
@@ -74,6 +80,18 @@ with tempfile.TemporaryDirectory() as keep:
             errors = [l for l in r.stderr.splitlines() if l.startswith("efap2p: error:")]
             want(len(errors) == 1 and path in errors[0], f"{path}: errors {errors}, want one naming it")
             want(len(bits) == 32 and all(bits.values()), f"{path}: P2P_DMA {bits}, want all 32 (computed)")
+    elif scenario == "checked":
+        gpu = "$SYSFS_PATH/bus/pci/devices/0000:53:00.0/device"
+        r = sim("p5.48xlarge", f'"{efap2p}" export --peer-blocked {BLOCKED} '
+                f'-o "$EFAP2P_TOPOLOGY_ROOT/etc/efap2p/topology.json"; '
+                f'chmod u+w "{gpu}"; echo 0x9999 > "{gpu}"; "{test_host}" list', preload=True)
+        bits, core, threads = answers(r.stdout)
+        errors = [l for l in r.stderr.splitlines() if l.startswith("efap2p: error:")]
+        want(len(bits) == 32 and not bits["rdmap79s0"] and
+             all(v for k, v in bits.items() if k != "rdmap79s0"),
+             f"checked: P2P_DMA {bits}; want all but rdmap79s0 (from the file)")
+        want(not errors, f"checked: errors logged: {errors} (the functions were read again)")
+        want(core is False and threads == 1, f"checked: core mapped {core}, {threads} threads")
     elif scenario == "boot":
         r = sim("p5.48xlarge", f'"{efap2p}" export --boot; "{test_host}" list', preload=True)
         bits, core, threads = answers(r.stdout)

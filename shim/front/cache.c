@@ -139,8 +139,8 @@ int efap2p_dev_key(int dev, struct ibv_device *device, uint64_t *key)
 		const struct efap2p_index *ix = efap2p_precomp();
 		uint64_t k = 0;
 
-		/* a boot-bound index names this boot's devices: no sysfs read */
-		if (!ix || !(ix->flags & EFAP2P_INDEX_BOOT_BOUND) ||
+		/* an index of this boot names this boot's devices: no sysfs read */
+		if (!ix || !efap2p_precomp_this_boot() ||
 		    efap2p_index_nic_named(ix, device->name, &k))
 			rc = efap2p_nic_key(device, &k);
 		else

@@ -214,6 +214,9 @@ int efap2p_dev_key(int dev, struct ibv_device *device, uint64_t *key);
 /* precomp.c: the topology file's index, found, checked and read once. */
 const struct efap2p_index *efap2p_precomp(void);	/* NULL: none answers */
 const char *efap2p_precomp_file(void);			/* the file it belongs to */
+/* 1 when the index was written in this boot, or checked in it on this
+ * sysfs tree: its NICs' names are this boot's. */
+int efap2p_precomp_this_boot(void);
 const char *const *efap2p_precomp_core_files(void);	/* what the core reads */
 int efap2p_precomp_strings(void);	/* 0 once the index's strings are read */
 int efap2p_precomp_records(void);	/* 0 once its dma-buf and peer records are */
