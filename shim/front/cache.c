@@ -130,21 +130,30 @@ _Atomic uint32_t *efap2p_dev_access(int dev)
 	return &dev_names[dev].access;
 }
 
+/* device's key, by its name in an index of this boot (no sysfs read), else
+ * from its sysfs link. */
+static int find_key(struct ibv_device *device, uint64_t *k)
+{
+	const struct efap2p_index *ix = efap2p_precomp();
+
+	if (ix && efap2p_precomp_this_boot() && !efap2p_index_nic_named(ix, device->name, k))
+		return 0;
+	return efap2p_nic_key(device, k);
+}
+
 int efap2p_dev_key(int dev, struct ibv_device *device, uint64_t *key)
 {
-	struct name *n = &dev_names[dev];
-	int st = atomic_load_explicit(&n->key_state, memory_order_acquire), rc;
+	struct name *n;
+	int st, rc;
 
+	if (dev < 0)	/* the table is full: found every time */
+		return find_key(device, key);
+	n = &dev_names[dev];
+	st = atomic_load_explicit(&n->key_state, memory_order_acquire);
 	if (!st) {
-		const struct efap2p_index *ix = efap2p_precomp();
 		uint64_t k = 0;
 
-		/* an index of this boot names this boot's devices: no sysfs read */
-		if (!ix || !efap2p_precomp_this_boot() ||
-		    efap2p_index_nic_named(ix, device->name, &k))
-			rc = efap2p_nic_key(device, &k);
-		else
-			rc = 0;
+		rc = find_key(device, &k);
 		pthread_mutex_lock(&insert_lock);
 		if (!atomic_load_explicit(&n->key_state, memory_order_relaxed)) {
 			n->key = k;

@@ -207,8 +207,8 @@ struct efap2p_pair *efap2p_pair_get(const struct efap2p_guard *g, struct ibv_dev
 /* The pair's summary and best attr, with their strings. */
 const char *efap2p_pair_summary(const struct efap2p_pair *p);
 void efap2p_pair_best(const struct efap2p_pair *p, struct efadv_p2p_attr *out);
-/* The key of the NIC of device (entry dev), from its sysfs link, cached;
- * 0 or an errno. */
+/* The key of the NIC of device (entry dev, or -1 when the table is full:
+ * then not cached), from its sysfs link, cached; 0 or an errno. */
 int efap2p_dev_key(int dev, struct ibv_device *device, uint64_t *key);
 
 /* precomp.c: the topology file's index, found, checked and read once. */

@@ -30,20 +30,19 @@ static int from_index(struct ibv_device *device, int dev)
 }
 
 /* Works the answer out, inside a guard. In EFAP2P_MODE=off (off set) the
- * answer kept is no, so that later calls pass straight through. */
+ * answer kept is no, so that later calls pass straight through. A device
+ * past the table's room (more than 256 of them) is answered every time,
+ * never kept. */
 static int p2p_dma_slow(struct ibv_device *device, int off)
 {
 	struct efap2p_core_nic out;
 	struct efap2p_guard g;
-	int dev, caps, reaches;
+	int dev, caps = EFAP2P_UNKNOWN, reaches;
 
 	efap2p_guard_enter(&g);
 	dev = efap2p_dev_of(device);
-	if (dev < 0) {
-		efap2p_guard_leave(&g);
-		return 0;
-	}
-	caps = atomic_load_explicit(efap2p_dev_caps(dev), memory_order_acquire);
+	if (dev >= 0)
+		caps = atomic_load_explicit(efap2p_dev_caps(dev), memory_order_acquire);
 	if (caps != EFAP2P_UNKNOWN) {
 		efap2p_dev_set_caps(device, dev, caps);	/* this pointer's slot too */
 		efap2p_guard_leave(&g);
@@ -62,7 +61,9 @@ static int p2p_dma_slow(struct ibv_device *device, int off)
 		if (out.summary && *out.summary)
 			efap2p_log(EFAP2P_LOG_INFO, "%s", out.summary);
 	}
-	caps = efap2p_dev_set_caps(device, dev, reaches ? EFAP2P_YES : EFAP2P_NO);
+	caps = reaches ? EFAP2P_YES : EFAP2P_NO;
+	if (dev >= 0)
+		caps = efap2p_dev_set_caps(device, dev, caps);
 	efap2p_guard_leave(&g);
 	return caps == EFAP2P_YES;
 }
