@@ -286,10 +286,23 @@ func ParseTopologyFile(data []byte, name string) (*TopologyFile, error) {
 			return nil, topoErrorf(nil, "%s:%d: machine.functions[%d]: id %q is not vendor:device in hex", name, lineOfIndex(data, "machine", "functions", i), i, f.ID)
 		}
 	}
-	seen := make(map[pair]bool, len(tf.Pairs))
-	for i, p := range tf.Pairs {
-		var why string
+	// a 64-bit key hashes fast: a file may hold hundreds of thousands
+	seen := make(map[uint64]struct{}, len(tf.Pairs))
+	wide := map[pair]struct{}{}
+	twice := func(p *TopoPair) bool {
+		if k, narrow := pairKey(p.Provider, p.Client); narrow {
+			_, dup := seen[k]
+			seen[k] = struct{}{}
+			return dup
+		}
 		k := pair{p.Provider, p.Client}
+		_, dup := wide[k]
+		wide[k] = struct{}{}
+		return dup
+	}
+	for i := range tf.Pairs {
+		p := &tf.Pairs[i]
+		var why string
 		switch {
 		case !p.MapType.Supported() && p.MapType != MapNotSupported:
 			why = "map_type is missing"
@@ -297,13 +310,12 @@ func ParseTopologyFile(data []byte, name string) (*TopologyFile, error) {
 			why = "outcome is missing (p2p, bounced or refused)"
 		case p.Distance < 0:
 			why = "negative distance"
-		case seen[k]:
+		case twice(p):
 			why = fmt.Sprintf("%s -> %s listed twice", p.Provider, p.Client)
 		}
 		if why != "" {
 			return nil, topoErrorf(nil, "%s:%d: pairs[%d]: %s", name, lineOfIndex(data, "", "pairs", i), i, why)
 		}
-		seen[k] = true
 	}
 	return tf, nil
 }
@@ -470,10 +482,17 @@ type topoIndex struct {
 	wide    map[pair]int32
 	blocked map[Addr]*TopoNIC
 	accels  []Addr
+	// the functions some pair has as provider: most questions (a
+	// dma-buf's candidates, of every driver) have none, and a small map
+	// answers them before the large one is hashed into
+	providers map[Addr]struct{}
 }
 
 // pair returns the recorded pair (provider, client), or nil.
 func (ix *topoIndex) pair(provider, client Addr) *TopoPair {
+	if _, ok := ix.providers[provider]; !ok {
+		return nil
+	}
 	i, ok := int32(0), false
 	if k, narrow := pairKey(provider, client); narrow {
 		i, ok = ix.pairs[k]
@@ -487,9 +506,11 @@ func (ix *topoIndex) pair(provider, client Addr) *TopoPair {
 }
 
 func newTopoIndex(tf *TopologyFile, name string) *topoIndex {
-	ix := &topoIndex{name: name, tf: tf, pairs: make(map[uint64]int32, len(tf.Pairs)), wide: map[pair]int32{}, blocked: map[Addr]*TopoNIC{}}
+	ix := &topoIndex{name: name, tf: tf, pairs: make(map[uint64]int32, len(tf.Pairs)), wide: map[pair]int32{},
+		blocked: map[Addr]*TopoNIC{}, providers: map[Addr]struct{}{}}
 	for i := range tf.Pairs {
 		p := &tf.Pairs[i]
+		ix.providers[p.Provider] = struct{}{}
 		if k, narrow := pairKey(p.Provider, p.Client); narrow {
 			ix.pairs[k] = int32(i)
 		} else {

@@ -194,22 +194,60 @@ func (r *rowReader) int(what string) (int, error) {
 	if kind != '0' {
 		return 0, fmt.Errorf("%s is %s, not a number", what, tok)
 	}
-	n, err := strconv.ParseInt(string(tok), 10, 32)
-	if err != nil {
+	n, ok := atoi(tok)
+	if !ok {
 		return 0, fmt.Errorf("%s %s is not an integer", what, tok)
 	}
-	return int(n), nil
+	return n, nil
 }
 
-func (r *rowReader) str(what string) (string, error) {
+// atoi parses a decimal integer of at most 9 digits (row values are),
+// without making a string of it: a file holds millions.
+func atoi(b []byte) (int, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 9 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+// enum reads column col, a string that must be one of names, and returns
+// its index (no string is made for it); what and want word the error.
+func (r *rowReader) enum(col, what string, names []string, want string) (int, error) {
 	tok, kind, err := r.value()
 	if err != nil {
-		return "", err
+		return 0, err
 	}
 	if kind != '"' {
-		return "", fmt.Errorf("%s is %s, not a string", what, tok)
+		return 0, fmt.Errorf("%s is %s, not a string", col, tok)
 	}
-	return unquote(tok)
+	body := tok[1 : len(tok)-1]
+	if bytes.IndexByte(body, '\\') >= 0 {
+		s, err := unquote(tok)
+		if err != nil {
+			return 0, err
+		}
+		body = []byte(s)
+	}
+	for i, n := range names {
+		if string(body) == n {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown %s %q (want %s)", what, body, want)
 }
 
 // unquote decodes a JSON string: most hold no escape at all.
@@ -231,8 +269,8 @@ func (r *rowReader) function(what string) (Addr, error) {
 	}
 	switch kind {
 	case '0':
-		n, err := strconv.Atoi(string(tok))
-		if err != nil || n < 0 || n >= len(r.functions) {
+		n, ok := atoi(tok)
+		if !ok || n < 0 || n >= len(r.functions) {
 			return Addr{}, fmt.Errorf("%s %s is not the index of one of the %d machine.functions", what, tok, len(r.functions))
 		}
 		return r.functions[n].Addr, nil
@@ -261,30 +299,26 @@ func (r *rowReader) row(p *TopoPair) error {
 		if col == rowAllColumns {
 			return fmt.Errorf("more than %d columns", rowAllColumns)
 		}
-		var s string
+		var i int
 		switch col {
 		case 0:
 			p.Provider, err = r.function("provider")
 		case 1:
 			p.Client, err = r.function("client")
 		case 2:
-			if s, err = r.str("map_type"); err == nil {
-				p.MapType, err = ParseMapType(s)
-			}
+			i, err = r.enum("map_type", "map type", mapTypeNames, "NOT_SUPPORTED, BUS_ADDR or THRU_HOST_BRIDGE")
+			p.MapType = MapType(i)
 		case 3:
 			p.Distance, err = r.int("distance")
 		case 4:
-			if s, err = r.str("path"); err == nil {
-				err = p.Path.UnmarshalText([]byte(s))
-			}
+			i, err = r.enum("path", "path class", pathClassNames, "LOC, PIX, PXB, PHB, NODE or SYS")
+			p.Path = PathClass(i)
 		case 5:
-			if s, err = r.str("policy"); err == nil {
-				p.Policy, err = ParsePolicy(s)
-			}
+			i, err = r.enum("policy", "policy", policyNames, "kernel, amdgpu, nvidia or neuron")
+			p.Policy = Policy(i)
 		case 6:
-			if s, err = r.str("outcome"); err == nil {
-				err = p.Outcome.UnmarshalText([]byte(s))
-			}
+			i, err = r.enum("outcome", "outcome", outcomeNames, "p2p, bounced or refused")
+			p.Outcome = Outcome(i)
 		case 7:
 			p.BandwidthMBs, err = r.int("bandwidth_mbs")
 		case 8:
@@ -326,8 +360,8 @@ func (r *rowReader) reason(p *TopoPair) error {
 	}
 	switch kind {
 	case '0':
-		n, err := strconv.Atoi(string(tok))
-		if err != nil || n < 0 || n >= len(r.reasons) {
+		n, ok := atoi(tok)
+		if !ok || n < 0 || n >= len(r.reasons) {
 			return fmt.Errorf("reason %s is not the index of one of the %d reasons", tok, len(r.reasons))
 		}
 		p.Reason = r.reasons[n]
