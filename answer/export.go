@@ -92,35 +92,52 @@ func Export(o *p2p.Oracle, src *p2p.Sysfs, opts ExportOptions) (*p2p.TopologyFil
 	if opts.Reasons {
 		verdict = o.Explain
 	}
-	uncertain, example := 0, ""
-	tf.Pairs = make([]p2p.TopoPair, 0, len(accels)*max(len(devs)-1, 0))
-	for _, p := range accels {
+	// Each accelerator's row of pairs is its own (every device but
+	// itself, as devs lists them): worked out side by side, in place.
+	row := max(len(devs)-1, 0)
+	tf.Pairs = make([]p2p.TopoPair, len(accels)*row)
+	uncertain := make([]int, len(accels))
+	examples := make([]string, len(accels))
+	errs := make([]error, len(accels))
+	each(len(accels), func(i int) {
+		p, out := accels[i], tf.Pairs[i*row:(i+1)*row]
+		j := 0
 		for _, c := range devs {
 			if c.Addr == p {
 				continue
 			}
 			v, err := verdict(p, c.Addr)
 			if err != nil {
-				return nil, err
+				errs[i] = err
+				return
 			}
 			if !v.Certain {
-				if uncertain++; example == "" {
-					example = p.String() + " -> " + c.Addr.String()
+				if uncertain[i]++; examples[i] == "" {
+					examples[i] = p.String() + " -> " + c.Addr.String()
 				}
 			}
-			tp := p2p.TopoPair{
+			out[j] = p2p.TopoPair{
 				Provider: v.Provider, Client: v.Client, MapType: v.MapType, Distance: v.Distance, Path: v.Path,
 				Policy: v.Policy, Outcome: v.Outcome, BandwidthMBs: v.BandwidthMBs(), LatencyNs: v.LatencyNs(),
 				ACSRedirect: v.ACSRedirect,
 			}
 			if opts.Reasons {
-				tp.Reason = v.Reason
+				out[j].Reason = v.Reason
 			}
-			tf.Pairs = append(tf.Pairs, tp)
+			j++
+		}
+	})
+	total, example := 0, ""
+	for i := range accels {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		if total += uncertain[i]; example == "" {
+			example = examples[i]
 		}
 	}
-	if uncertain > 0 && !opts.Force {
-		return nil, fmt.Errorf("%w (%d pairs, e.g. %s): config space is not readable", ErrUncertain, uncertain, example)
+	if total > 0 && !opts.Force {
+		return nil, fmt.Errorf("%w (%d pairs, e.g. %s): config space is not readable", ErrUncertain, total, example)
 	}
 	if err := tf.RecordMachine(o, opts.Boot); err != nil {
 		return nil, err

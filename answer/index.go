@@ -7,8 +7,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/efap2p/efap2p/internal/dmabuf"
@@ -256,55 +259,25 @@ func buildIndex(e *Engine, m *p2p.TopoMachine, peersOf map[p2p.Addr][]p2p.Addr, 
 	if len(ix.Kernel) >= kernelLen || len(ix.BootID) >= bootLen {
 		return nil, fmt.Errorf("kernel release %q or boot ID %q too long for an index", ix.Kernel, ix.BootID)
 	}
-	var nicKeys []uint64
+	names := make([]string, 0, len(exporters))
+	for n := range exporters {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	// The NICs are independent: worked out side by side, kept in order.
+	results := make([]nicRecords, len(devs))
+	each(len(devs), func(i int) { results[i] = e.nicRecords(devs[i], names, peersOf[devs[i].Addr]) })
 	perNIC := map[string][]IndexDmabuf{}
-	for _, dev := range devs {
-		nic, errno := e.NICAt(dev.Name, dev.Addr)
-		if errno != 0 {
+	for i := range results {
+		r := &results[i]
+		if !r.ok {
 			continue // not covered: the core answers
 		}
-		n := IndexNIC{Key: Key(dev.Addr), Summary: nic.Summary}
-		if len(dev.Name) < nicNameLen && strings.IndexByte(dev.Name, 0) < 0 {
-			n.Name = dev.Name
+		ix.NICs = append(ix.NICs, r.nic)
+		for j, exp := range names {
+			perNIC[exp] = append(perNIC[exp], r.dmabufs[j])
 		}
-		if nic.Reaches {
-			n.Flags |= NICReaches
-		}
-		// each (NIC, exporter) decision once: the refusable flag and the
-		// records read the same ones
-		type decision struct {
-			d   *p2p.DmabufDecision
-			err error
-		}
-		decided := map[string]decision{}
-		decide := func(exp string) (*p2p.DmabufDecision, error) {
-			r, ok := decided[exp]
-			if !ok {
-				r.d, r.err = e.oracle.Dmabuf(dev.Addr, exp)
-				decided[exp] = r
-			}
-			return r.d, r.err
-		}
-		if e.refusableWith(decide) {
-			n.Flags |= NICRefusable
-		}
-		ix.NICs = append(ix.NICs, n)
-		nicKeys = append(nicKeys, n.Key)
-		for exp := range exporters {
-			dd, err := decide(exp)
-			d := e.dmabufOf(dev.Name, dev.Addr, exp, dd, err)
-			if d.Decision == DmabufPass {
-				// what the front does with a pass: the real function,
-				// or the errno; the rest is for nobody
-				d = Dmabuf{Decision: DmabufPass, Err: d.Err}
-			}
-			perNIC[exp] = append(perNIC[exp], IndexDmabuf{NIC: n.Key, Exporter: exp, Dmabuf: d})
-		}
-		for _, peer := range peersOf[dev.Addr] {
-			if a, errno := e.PeerAt(dev.Addr, peer); errno == 0 {
-				ix.Peers = append(ix.Peers, IndexPeer{NIC: n.Key, Peer: Key(peer), Attr: a})
-			}
-		}
+		ix.Peers = append(ix.Peers, r.peers...)
 	}
 	for exp, ds := range perNIC {
 		if uniform(ds) {
@@ -315,6 +288,82 @@ func buildIndex(e *Engine, m *p2p.TopoMachine, peersOf map[p2p.Addr][]p2p.Addr, 
 	}
 	ix.sort()
 	return ix, nil
+}
+
+// nicRecords are one NIC's records: its own, one for each exporter (in
+// the order of the names asked for) and one for each peer.
+type nicRecords struct {
+	ok      bool
+	nic     IndexNIC
+	dmabufs []IndexDmabuf
+	peers   []IndexPeer
+}
+
+// nicRecords works out the records of the RDMA device dev for the
+// exporters names and the peers of its pairs in the file.
+func (e *Engine) nicRecords(dev p2p.RDMADev, names []string, peers []p2p.Addr) nicRecords {
+	nic, errno := e.NICAt(dev.Name, dev.Addr)
+	if errno != 0 {
+		return nicRecords{}
+	}
+	r := nicRecords{ok: true, nic: IndexNIC{Key: Key(dev.Addr), Summary: nic.Summary}}
+	n := &r.nic
+	if len(dev.Name) < nicNameLen && strings.IndexByte(dev.Name, 0) < 0 {
+		n.Name = dev.Name
+	}
+	if nic.Reaches {
+		n.Flags |= NICReaches
+	}
+	// each (NIC, exporter) decision once: the refusable flag and the
+	// records read the same ones
+	type decision struct {
+		d   *p2p.DmabufDecision
+		err error
+	}
+	decided := map[string]decision{}
+	decide := func(exp string) (*p2p.DmabufDecision, error) {
+		d, ok := decided[exp]
+		if !ok {
+			d.d, d.err = e.oracle.Dmabuf(dev.Addr, exp)
+			decided[exp] = d
+		}
+		return d.d, d.err
+	}
+	if e.refusableWith(decide) {
+		n.Flags |= NICRefusable
+	}
+	for _, exp := range names {
+		dd, err := decide(exp)
+		d := e.dmabufOf(dev.Name, dev.Addr, exp, dd, err)
+		if d.Decision == DmabufPass {
+			// what the front does with a pass: the real function, or
+			// the errno; the rest is for nobody
+			d = Dmabuf{Decision: DmabufPass, Err: d.Err}
+		}
+		r.dmabufs = append(r.dmabufs, IndexDmabuf{NIC: n.Key, Exporter: exp, Dmabuf: d})
+	}
+	for _, peer := range peers {
+		if a, errno := e.PeerAt(dev.Addr, peer); errno == 0 {
+			r.peers = append(r.peers, IndexPeer{NIC: n.Key, Peer: Key(peer), Attr: a})
+		}
+	}
+	return r
+}
+
+// each calls f(0) to f(n-1), on as many goroutines as the process has Ps.
+func each(n int, f func(i int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < min(runtime.GOMAXPROCS(0), n); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				f(i)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // uniform reports whether every NIC gets the same pass.
