@@ -4,12 +4,17 @@
 #   make build    build/efap2p, build/libefasim.so, build/libefap2p.so ...
 #   make test     go vet + gofmt check + go test + ctest (the README's test command)
 #   make run      the main job on the embedded default machine (p5.48xlarge)
+#   make fleet-test  efap2p check inside Slurm, Prometheus and NFD (root;
+#                 installs FLEET_PACKAGES; CI runs it)
 #   make bench    benchmarks, written to BENCHMARKS.md
 #   make install  PREFIX (/usr/local), LIBDIR and DESTDIR: libefap2p, its Go
 #                 core, the header, efap2p.pc, the efap2p tool, the emulator,
 #                 the man pages, the systemd unit and udev rule (left disabled)
 #   make uninstall  the same variables: removes what make install put there
 #   make deb      Debian packages in build/deb/ (debian/, dpkg-buildpackage)
+#   make kernel-truth  as root, by hand (not in CI): boot Debian's kernels
+#                 under QEMU, hold the oracle to their verdicts and rewrite
+#                 kerneltruth/fixtures/ (docs/kernel-releases.md)
 
 GO      ?= go
 BUILD   ?= build
@@ -39,7 +44,9 @@ APT_PACKAGES = libibverbs-dev ibverbs-providers ibverbs-utils python3-pyverbs \
 	cmake pkg-config gcc g++ make valgrind graphviz \
 	build-essential debhelper dpkg-dev lintian man-db \
 	libcap2-bin util-linux prometheus pciutils \
-	libfabric-bin
+	libfabric-bin udev python3-yaml
+# The fleet engines `make fleet-test` runs efap2p check inside.
+FLEET_PACKAGES = slurm-wlm munge prometheus prometheus-node-exporter curl python3
 # The tool, as the Makefile and CMake build it: a PIE linked with libc by
 # the C linker (as Debian wants binaries), its version and the libdir it
 # is installed to written in.
@@ -52,7 +59,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Tests write many small sysfs trees: on tmpfs when the machine has one.
 TEST_TMPDIR ?= $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm || echo $${TMPDIR:-/tmp})
 
-.PHONY: all deps build go-build c-build test go-test c-test vet run bench install uninstall deb clean fuzz
+.PHONY: all deps build go-build c-build test go-test c-test vet run fleet-test bench install uninstall deb clean fuzz kernel-truth
 
 all: build
 
@@ -94,6 +101,15 @@ test: vet go-test c-test
 run: build
 	@./scripts/run-default.sh $(BUILD)
 
+# efap2p check inside the real engines (ctests/fleet/fleet.sh), on emulated
+# hosts: Slurm drains and resumes, Prometheus scrapes, NFD's labels. The
+# daemons run as root on loopback; the packages are installed first.
+fleet-test: go-build c-build
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(FLEET_PACKAGES)
+	@for s in slurm prometheus nfd; do \
+		timeout 600 bash ctests/fleet/fleet.sh $(BUILD)/efap2p $$s || { echo "fleet-test: $$s failed"; exit 1; }; done
+	@echo "fleet-test: 3 passed, 0 failed"
+
 bench: build
 	@./scripts/bench.sh $(BUILD) > BENCHMARKS.md.tmp && mv BENCHMARKS.md.tmp BENCHMARKS.md
 	@echo "wrote BENCHMARKS.md"
@@ -123,7 +139,9 @@ install:
 	chmod 644 $(DESTDIR)$(LIBDIR)/pkgconfig/efap2p.pc
 	install -m 644 man/*.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 man/*.3 $(DESTDIR)$(MANDIR)/man3/
-	install -m 644 dist/libefap2p.supp $(DESTDIR)$(DATADIR)/efap2p/
+	install -m 644 dist/libefap2p.supp dist/efap2p.rules.yml dist/efap2p-check.daemonset.yaml $(DESTDIR)$(DATADIR)/efap2p/
+	sed -e 's|@bindir@|$(BINDIR)|g' -e 's|@datadir@|$(DATADIR)|g' dist/efap2p-slurm-healthcheck.in > $(DESTDIR)$(DATADIR)/efap2p/slurm-healthcheck
+	chmod 755 $(DESTDIR)$(DATADIR)/efap2p/slurm-healthcheck
 	sed -e 's|@bindir@|$(BINDIR)|g' dist/efap2p-topology.service.in > $(DESTDIR)$(SYSTEMDUNITDIR)/efap2p-topology.service
 	sed -e 's|@systemctl@|$(SYSTEMCTL)|g' dist/70-efap2p-topology.rules.in > $(DESTDIR)$(UDEVRULESDIR)/70-efap2p-topology.rules
 	chmod 644 $(DESTDIR)$(SYSTEMDUNITDIR)/efap2p-topology.service $(DESTDIR)$(UDEVRULESDIR)/70-efap2p-topology.rules
@@ -134,6 +152,7 @@ uninstall:
 		$(DESTDIR)$(LIBDIR)/efap2p/libefap2p-core.so $(DESTDIR)$(LIBDIR)/efap2p/libefasim.so \
 		$(DESTDIR)$(BINDIR)/efap2p $(DESTDIR)$(INCLUDEDIR)/infiniband/efadv_p2p.h \
 		$(DESTDIR)$(LIBDIR)/pkgconfig/efap2p.pc $(DESTDIR)$(DATADIR)/efap2p/libefap2p.supp \
+		$(addprefix $(DESTDIR)$(DATADIR)/efap2p/,efap2p.rules.yml efap2p-check.daemonset.yaml slurm-healthcheck) \
 		$(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(wildcard man/*.1))) \
 		$(addprefix $(DESTDIR)$(MANDIR)/man3/,$(notdir $(wildcard man/*.3))) \
 		$(DESTDIR)$(SYSTEMDUNITDIR)/efap2p-topology.service $(DESTDIR)$(UDEVRULESDIR)/70-efap2p-topology.rules
@@ -153,6 +172,12 @@ deb:
 
 fuzz:
 	@./scripts/fuzz.sh
+
+# Installs its own packages (linux-source-6.1, -6.12, qemu-system-x86,
+# busybox-static, the kernel build tools); keeps kernel trees and images in
+# ${XDG_CACHE_HOME:-$HOME/.cache}/efap2p/kernel-truth.
+kernel-truth:
+	GO=$(GO) ./kerneltruth/run.sh
 
 clean:
 	rm -rf $(BUILD)

@@ -163,6 +163,9 @@ const (
 	P2PPolicyAMDGPU = 1
 	P2PPolicyNVIDIA = 2
 	P2PPolicyNeuron = 3
+	P2PPolicyXe     = 4
+	P2PPolicyVFIO   = 5
+	P2PPolicyI915   = 6
 )
 
 // enum efadv_p2p_source.
@@ -186,6 +189,7 @@ const (
 const (
 	P2PFlagUncertain     = 1 << 0
 	P2PFlagAmbiguousPeer = 1 << 1
+	P2PFlagAssumed       = 1 << 2
 )
 
 // Symbol versions of the functions efap2p interposes or adds.

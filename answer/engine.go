@@ -307,6 +307,9 @@ func attrOf(v *p2p.Verdict, flags uint32, reason string) Attr {
 	if !v.Certain {
 		flags |= abi.P2PFlagUncertain
 	}
+	if !v.Exact {
+		flags |= abi.P2PFlagAssumed
+	}
 	return Attr{Reason: reason, Kernel: v.Kernel.String(), Attr: abi.P2PAttr{
 		MapType:      uint32(v.MapType),
 		Distance:     int32(v.Distance),
@@ -350,6 +353,12 @@ func policyOf(p p2p.Policy) uint32 {
 		return abi.P2PPolicyNVIDIA
 	case p2p.PolicyNeuron:
 		return abi.P2PPolicyNeuron
+	case p2p.PolicyXe:
+		return abi.P2PPolicyXe
+	case p2p.PolicyVFIO:
+		return abi.P2PPolicyVFIO
+	case p2p.PolicyI915:
+		return abi.P2PPolicyI915
 	}
 	return abi.P2PPolicyKernel
 }

@@ -145,8 +145,8 @@ func TestDmabuf(t *testing.T) {
 		{"rdmap3s0", "nvidia", DmabufAllow, true, 0, false},
 		{"rdmap3s0", "nv_dmabuf", DmabufAllow, true, 0, false},
 		{"rdmap3s0", "amdgpu", DmabufAllow, true, 0, false}, // bounced is not refused
-		{"rdmap3s0", "xe", DmabufRefuse, false, 0, false},
-		{"rdmap3s0", "drm", DmabufAllow, false, 0, true}, // amdgpu bounced, xe refused
+		{"rdmap3s0", "habanalabs", DmabufRefuse, false, 0, false},
+		{"rdmap3s0", "drm", DmabufAllow, true, 0, false}, // the one DRM device: the bounced amdgpu
 		{"rdmap5s0", "nvidia", DmabufAllow, true, 0, false},
 		{"rdmap3s0", "system", DmabufPass, false, syscall.ENOENT, false},
 		{"rdmap3s0", "nosuchdriver", DmabufPass, false, syscall.ENOENT, false},
@@ -171,7 +171,7 @@ func TestRefusable(t *testing.T) {
 	}{
 		{"p5.48xlarge", "rdmap79s0", false},    // nvidia allows every peer in a VM
 		{"intel-acs-switch", "rdmap4s0", true}, // the other NICs (efa, mlx5_core) are refused
-		{refusedModel, "rdmap3s0", true},       // xe refuses
+		{refusedModel, "rdmap3s0", true},       // habanalabs refuses
 		{refusedModel, "rdmap5s0", true},       // so does it here
 	} {
 		e, _ := newTestEngine(t, tc.model, "")

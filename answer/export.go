@@ -111,7 +111,9 @@ func Export(o *p2p.Oracle, src *p2p.Sysfs, opts ExportOptions) (*p2p.TopologyFil
 				errs[i] = err
 				return
 			}
-			if !v.Certain {
+			// The file records map types: a kernel-safe guess is not one,
+			// even where the outcome would be the same.
+			if !v.Exact {
 				if uncertain[i]++; examples[i] == "" {
 					examples[i] = p.String() + " -> " + c.Addr.String()
 				}

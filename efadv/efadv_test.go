@@ -23,15 +23,17 @@ import (
 // p2p); no intel-acs-switch NIC reaches a GPU other than through system
 // memory (amdgpu bounces what the kernel refuses). multi-domain: each
 // NIC reaches both MI210s outside the VMD domain through whitelisted
-// 8086:09a2 host bridges (amdgpu, PCIe: p2p). arm64-devicetree: the NIC
-// reaches the L4 bound to vfio-pci through host bridges whose first
-// devices are Google root ports 1ae0:2000 (whitelisted by vendor in 7.1).
+// 8086:09a2 host bridges (amdgpu, PCIe: p2p). arm64-devicetree: the path
+// to the L4 bound to vfio-pci is allowed (Google root ports 1ae0:2000,
+// whitelisted by vendor in 7.1), but vfio-pci's BAR dma-bufs never go to
+// an importer that pins, as EFA's MRs do (7.0: only revocable
+// importers): no P2P_DMA.
 // hyperv-vpci: each NIC reaches an H100 (nvidia, in a VM: p2p).
 var p2pDMA = map[string]bool{
 	"p5.48xlarge":      true,
 	"intel-acs-switch": false,
 	"multi-domain":     true,
-	"arm64-devicetree": true,
+	"arm64-devicetree": false,
 	"hyperv-vpci":      true,
 }
 
@@ -186,6 +188,7 @@ type dmabufCase struct {
 	exporter string // want
 	best     string // want: the best candidate
 	outcome  p2p.Outcome
+	refuse   bool // want: the library refuses without asking the kernel
 	wantErr  error
 }
 
@@ -216,7 +219,9 @@ var dmabufCases = map[string]struct {
 		{name: "system heap", expName: "system", wantErr: p2p.ErrSystemMemory},
 	}},
 	"arm64-devicetree": {"0001:01:00.0", []dmabufCase{
-		{name: "vfio-pci BAR", owner: "0000:01:00.0", expName: "vfio_pci_core", exporter: "vfio_pci_core", best: "0000:01:00.0", outcome: p2p.OutcomeP2P},
+		// The path is allowed, but vfio-pci refuses the NIC's pinned
+		// registration: refused without asking the kernel.
+		{name: "vfio-pci BAR", owner: "0000:01:00.0", expName: "vfio_pci_core", exporter: "vfio_pci_core", best: "0000:01:00.0", outcome: p2p.OutcomeRefused, refuse: true},
 	}},
 	// The H100 on the NIC's NUMA node 0 (NODE) beats the one on node 1 (SYS).
 	"hyperv-vpci": {"0003:00:00.0", []dmabufCase{
@@ -287,8 +292,8 @@ func TestQueryP2PDmabuf(t *testing.T) {
 			if err != nil {
 				return
 			}
-			if d.Exporter != tc.exporter || d.Best.Provider.String() != tc.best || d.Best.Outcome != tc.outcome || d.Refuse {
-				t.Errorf("decision: exporter %s, best %s %s, refuse %v; want %s, %s %s, false", d.Exporter, d.Best.Provider, d.Best.Outcome, d.Refuse, tc.exporter, tc.best, tc.outcome)
+			if d.Exporter != tc.exporter || d.Best.Provider.String() != tc.best || d.Best.Outcome != tc.outcome || d.Refuse != tc.refuse {
+				t.Errorf("decision: exporter %s, best %s %s, refuse %v; want %s, %s %s, %v", d.Exporter, d.Best.Provider, d.Best.Outcome, d.Refuse, tc.exporter, tc.best, tc.outcome, tc.refuse)
 			}
 			if len(d.Candidates) == 0 {
 				t.Errorf("no candidates")

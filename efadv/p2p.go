@@ -26,10 +26,15 @@ func buildOracle() (*p2p.Oracle, error) {
 	if err != nil {
 		warnf("%v", err)
 	}
+	kc, err := p2p.KernelConfigFromEnv()
+	if err != nil {
+		warnf("%v; whether the kernel has PCI_P2PDMA is found out as without it", err)
+	}
 	return p2p.NewOracleWith(p2p.NewTopology(src), p2p.Options{
 		TopologyFiles: p2p.TopologyFileCandidates(),
 		Warnf:         warnf,
 		Kernel:        rel,
+		KernelConfig:  kc,
 	}), nil
 }
 
@@ -39,7 +44,9 @@ func buildOracle() (*p2p.Oracle, error) {
 // /run/efap2p/topology.json, /etc/efap2p/topology.json; see
 // p2p.TopologyFileCandidates) when one describes this machine, deciding by
 // the rules of the kernel release $EFAP2P_KERNEL names ("6.1.0-28-amd64",
-// "latest", "p2p-hmat"), else of the running kernel. Every function of
+// "latest", "p2p-hmat"), else of the running kernel, built as the file
+// $EFAP2P_KERNEL_CONFIG says (else as /proc and /boot tell: see
+// p2p.Options.KernelConfig). Every function of
 // this package asks this one oracle; its verdicts are cached for the life
 // of the process, and those its own methods return are shared with that
 // cache (p2p.Verdict.Clone copies one; QueryP2P returns copies).

@@ -24,6 +24,9 @@ type EFA struct {
 	// "NEURON", or "" for none). Absent: the in-tree driver, which has no
 	// such attribute.
 	P2P *string `json:"p2p,omitempty"`
+	// PortState is port 1's state as ib_core reports it: "ACTIVE"
+	// (default) or "DOWN" (the link is down: no traffic).
+	PortState string `json:"port_state,omitempty"`
 
 	FWVer        string `json:"fw_ver,omitempty"`
 	NodeGUID     string `json:"node_guid,omitempty"` // "0000:0000:0000:0000" form
@@ -208,6 +211,7 @@ func overlay(dst, src *EFA) {
 		}
 	}
 	setS(&dst.IBDev, src.IBDev)
+	setS(&dst.PortState, src.PortState)
 	if src.P2P != nil {
 		dst.P2P = src.P2P
 	}

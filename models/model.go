@@ -42,6 +42,11 @@ type Machine struct {
 	// default "latest". `efap2p sim` gives it to the processes it runs as
 	// EFAP2P_KERNEL.
 	Kernel p2p.Release `json:"kernel,omitzero"`
+	// KernelBuild is what that kernel is built with, as far as a verdict
+	// depends on it; default: with PCI_P2PDMA. `efap2p sim` writes it as
+	// the tree's kernel.config and names that file in
+	// EFAP2P_KERNEL_CONFIG.
+	KernelBuild *KernelBuild `json:"kernel_config,omitempty"`
 	// EFADefaults are the device attributes of every EFA NIC of the
 	// machine, before a NIC's own overrides.
 	EFADefaults *EFA      `json:"efa_defaults,omitempty"`
@@ -137,7 +142,8 @@ type Function struct {
 	// function has it.
 	ExtCaps []string `json:"ext_caps,omitempty"`
 	// ConfigSize is the size of the config file: 4096 (PCIe, default) or
-	// 256 (conventional PCI).
+	// 256 (conventional PCI; the default of a host bridge, which has no
+	// PCIe capability, without ACS or ext_caps).
 	ConfigSize int `json:"config_size,omitempty"`
 	// EFA marks an EFA NIC.
 	EFA *EFA `json:"efa,omitempty"`
@@ -379,6 +385,38 @@ func (f *Function) ACSBits() (capability, control uint16, present bool) {
 		capability |= uint16(n*32%256) << 8
 	}
 	return capability, acsBits(f.ACS.Control), true
+}
+
+// KernelBuild is a model kernel's build configuration.
+type KernelBuild struct {
+	// PCIP2PDMA is CONFIG_PCI_P2PDMA: "y" or "n" (no stock Debian 12
+	// kernel has it).
+	PCIP2PDMA string `json:"pci_p2pdma"`
+}
+
+// KernelConfig is the emulated host's kernel configuration, as the oracle
+// takes it (Options.KernelConfig).
+func (m *Machine) KernelConfig() p2p.KernelConfig {
+	if m.KernelBuild == nil {
+		return p2p.KernelConfigOf(true, fmt.Sprintf("the machine model %s, whose kernel has the default configuration", m.Name))
+	}
+	return p2p.KernelConfigOf(m.KernelBuild.PCIP2PDMA == "y", fmt.Sprintf("the machine model %s", m.Name))
+}
+
+// KernelConfigFile is the kernel.config of the model's written tree: what
+// /boot/config-RELEASE says of PCI_P2PDMA.
+func (m *Machine) KernelConfigFile() string {
+	if m.KernelConfig().P2PDMA == p2p.BuiltYes {
+		return "CONFIG_PCI_P2PDMA=y\n"
+	}
+	return "# CONFIG_PCI_P2PDMA is not set\n"
+}
+
+// OracleOptions are the options of an oracle that decides as the
+// emulated host's kernel: its release and its configuration.
+func (m *Machine) OracleOptions() p2p.Options {
+	kc := m.KernelConfig()
+	return p2p.Options{Kernel: m.KernelRelease(), KernelConfig: &kc}
 }
 
 // KernelRelease is the emulated host's kernel release ("latest" when the

@@ -116,6 +116,9 @@ func (m *Machine) index() error {
 			return at(f.path, "%s: ibdev %q used twice", f.Addr, name)
 		}
 		ibdevs[name] = true
+		if st := m.EFAAttrs(f).PortState; portState[st][0] == "" {
+			return at(f.path, "%s: port_state %q: want ACTIVE or DOWN", f.Addr, st)
+		}
 	}
 	for i := range m.Expected {
 		if err := m.checkExpect(i); err != nil {
@@ -124,6 +127,9 @@ func (m *Machine) index() error {
 	}
 	if err := m.checkRootParents(); err != nil {
 		return err
+	}
+	if b := m.KernelBuild; b != nil && b.PCIP2PDMA != "y" && b.PCIP2PDMA != "n" {
+		return at([]any{"kernel_config", "pci_p2pdma"}, "kernel_config: pci_p2pdma %q (want \"y\" or \"n\")", b.PCIP2PDMA)
 	}
 	if err := m.checkACPI(); err != nil {
 		return err
@@ -260,6 +266,20 @@ func (m *Machine) checkExpect(i int) error {
 	case p2p.PolicyNeuron:
 		if e.Outcome != OutcomeP2P {
 			return at(sub(path, "outcome"), "expected[%d]: the Neuron driver allows every importer: outcome p2p, not %q", i, e.Outcome)
+		}
+	case p2p.PolicyXe:
+		// Like amdgpu: refused by the kernel, xe bounces; allowed, it keeps
+		// a pinned buffer in VRAM from 6.19 and bounces it before.
+		if !e.MapType.Supported() && e.Outcome != OutcomeBounced || e.Outcome == OutcomeRefused {
+			return at(sub(path, "outcome"), "expected[%d]: xe with %s gives outcome bounced (or p2p where the kernel allows it), not %q", i, e.MapType, e.Outcome)
+		}
+	case p2p.PolicyVFIO:
+		if e.Outcome == OutcomeBounced {
+			return at(sub(path, "outcome"), "expected[%d]: vfio-pci never bounces: its BAR is shared or refused", i)
+		}
+	case p2p.PolicyI915:
+		if e.Outcome != "" && e.Outcome != OutcomeBounced {
+			return at(sub(path, "outcome"), "expected[%d]: i915 moves every exported buffer to system memory: outcome bounced, not %q", i, e.Outcome)
 		}
 	}
 	switch e.PeerMem {
@@ -422,7 +442,13 @@ func (x *indexer) indexFunction(rb *RootBus, parent, physfn, f *Function, domain
 	}
 	switch f.ConfigSize {
 	case 0:
+		// Linux sizes config space 4096 for a PCIe function and 256 for one
+		// without a PCIe capability (pci_cfg_space_size), as a host bridge
+		// is here, unless the model gives it extended capabilities.
 		f.ConfigSize = 4096
+		if f.Kind == KindHostBridge && f.ACS == nil && len(f.ExtCaps) == 0 {
+			f.ConfigSize = 256
+		}
 	case 256, 4096:
 	default:
 		return at(sub(f.path, "config_size"), "%s: config_size %d (want 256 or 4096)", f.Addr, f.ConfigSize)

@@ -156,13 +156,19 @@ func (w *treeWriter) function(parentDir string, f *Function) {
 			[2]string{"max_link_width", fmt.Sprintf("%d", f.Link.Width)})
 	}
 	for _, a := range attrs {
-		w.file(filepath.Join(d, a[0]), a[1]+"\n")
+		// numa_node is writable by root (pci-sysfs.c numa_node_store),
+		// as a booted kernel shows it.
+		mode := os.FileMode(0o444)
+		if a[0] == "numa_node" {
+			mode = 0o644
+		}
+		w.fileMode(filepath.Join(d, a[0]), a[1]+"\n", mode)
 	}
 	cfg := w.m.ConfigSpace(f)
 	if n := w.opt.ConfigBytes; n > 0 && n < len(cfg) {
 		cfg = cfg[:n]
 	}
-	w.file(filepath.Join(d, "config"), string(cfg))
+	w.fileMode(filepath.Join(d, "config"), string(cfg), 0o644)
 	w.link(filepath.Join(w.dir, "bus/pci/devices", f.Addr.String()), d)
 	if f.Driver != "" {
 		drv := filepath.Join(w.dir, "bus/pci/drivers", f.Driver)
@@ -170,6 +176,14 @@ func (w *treeWriter) function(parentDir string, f *Function) {
 		w.link(filepath.Join(d, "driver"), drv)
 		w.link(filepath.Join(drv, f.Addr.String()), d)
 	}
+}
+
+// portState is what ib_core writes in a port's state and phys_state, by
+// the model's port_state.
+var portState = map[string][2]string{
+	"":       {"4: ACTIVE", "5: LinkUp"},
+	"ACTIVE": {"4: ACTIVE", "5: LinkUp"},
+	"DOWN":   {"1: DOWN", "3: Disabled"},
 }
 
 // efa writes the RDMA class entries of the i-th EFA NIC, as ib_core and
@@ -193,8 +207,8 @@ func (w *treeWriter) efa(i int, f *Function) {
 		{"board_id", at.BoardID},
 		{"node_desc", at.IBDev},
 		{"hca_type", ""},
-		{"ports/1/state", "4: ACTIVE"},
-		{"ports/1/phys_state", "5: LinkUp"},
+		{"ports/1/state", portState[at.PortState][0]},
+		{"ports/1/phys_state", portState[at.PortState][1]},
 		{"ports/1/link_layer", "Unspecified"},
 		{"ports/1/rate", "100 Gb/sec (4X EDR)"},
 		{"ports/1/lid", "0x0"},
@@ -245,9 +259,11 @@ func (w *treeWriter) mkdir(d string) {
 	}
 }
 
-func (w *treeWriter) file(p, content string) {
+func (w *treeWriter) file(p, content string) { w.fileMode(p, content, 0o444) }
+
+func (w *treeWriter) fileMode(p, content string, mode os.FileMode) {
 	if w.err == nil {
-		w.err = os.WriteFile(p, []byte(content), 0o444)
+		w.err = os.WriteFile(p, []byte(content), mode)
 	}
 }
 

@@ -255,7 +255,7 @@ func (nt *ncclTopo) collect() error {
 			return err
 		}
 		switch base := at.Class >> 16; {
-		case base == 0x03:
+		case base == 0x03 && at.IsAccelerator():
 			nt.gpus = append(nt.gpus, &ncclEndpoint{f: f, at: at})
 		case at.IsAccelerator():
 			nt.otherAccels = append(nt.otherAccels, a)

@@ -85,3 +85,14 @@ func firstEntry(dir string) string {
 	}
 	return min
 }
+
+// readDirNames returns the names in dir, at most 64 (a device has a
+// handful of ports).
+func readDirNames(dir string) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Readdirnames(64)
+}

@@ -7,6 +7,9 @@ package nodecheck
 
 import (
 	"fmt"
+	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/efap2p/efap2p/p2p"
@@ -55,8 +58,11 @@ func (c *checker) scan() error {
 		if !(at.Vendor == 0x1d0f && efaDevices[at.Device]) && at.Driver != "efa" {
 			continue
 		}
-		n := NIC{Addr: addr, Driver: at.Driver, NUMANode: at.NUMANode}
+		n := NIC{Addr: addr, Driver: at.Driver, NUMANode: at.NUMANode, Device: fmt.Sprintf("%04x", at.Device), Ports: []Port{}}
 		n.IBDev, n.Uverbs = c.ibdevs(addr)
+		if n.IBDev != "" {
+			n.Ports = c.ports(addr, n.IBDev)
+		}
 		c.r.NICs = append(c.r.NICs, n)
 	}
 	for i := range c.r.Accelerators {
@@ -68,19 +74,32 @@ func (c *checker) scan() error {
 	return nil
 }
 
-// deviceFindings: no EFA device, no accelerator, NICs without a driver or
-// an RDMA device, accelerators without a driver.
+// applicability: a node without EFA devices or without accelerators is not
+// one GPUDirect RDMA applies to (every CPU node of a cluster). That is not
+// a problem; a node whose instance type should have them gets the layout
+// findings (compare) as well.
+func (c *checker) applicability() {
+	var na NotApplicable
+	switch {
+	case len(c.r.NICs) == 0 && len(c.r.Accelerators) == 0:
+		na = NotApplicable{CodeNoEFADevice, "no EFA device and no accelerator"}
+	case len(c.r.NICs) == 0:
+		na = NotApplicable{CodeNoEFADevice, "no EFA device (no PCI function 1d0f:efa0..efa3)"}
+	case len(c.r.Accelerators) == 0:
+		na = NotApplicable{CodeNoAccelerator, "no accelerator (no PCI class 03 or 12 function but framebuffer-only display controllers)"}
+	default:
+		return
+	}
+	c.r.NotApplicable = &na
+}
+
+// applies reports whether the node has both EFA devices and accelerators.
+func (c *checker) applies() bool { return c.r.NotApplicable == nil }
+
+// deviceFindings: NICs without a driver, an RDMA device, an active port
+// or a userspace provider; accelerators without a driver (where there is
+// an EFA NIC to use them with).
 func (c *checker) deviceFindings() {
-	if len(c.r.NICs) == 0 {
-		c.add(Finding{Code: CodeNoEFADevice, Severity: SeverityError,
-			Message: "no EFA device on this node (no PCI function 1d0f:efa0..efa3)",
-			Fix:     "Launch the instance with EFA network interfaces (InterfaceType efa or efa-only, one per network card) on an instance type that supports EFA; `lspci -d 1d0f:` lists them."})
-	}
-	if len(c.r.Accelerators) == 0 {
-		c.add(Finding{Code: CodeNoAccelerator, Severity: SeverityError,
-			Message: "no accelerator on this node (no PCI class 03 display or 12 processing accelerator function)",
-			Fix:     "Run the check on accelerator nodes only (the DaemonSet's node selector); if the node should have GPUs, `lspci -d 10de:` lists them: a GPU missing from the bus needs the instance stopped and started (new hardware)."})
-	}
 	var noDriver, noRDMA []p2p.Addr
 	var rdmaWhy []string
 	for _, n := range c.r.NICs {
@@ -108,6 +127,11 @@ func (c *checker) deviceFindings() {
 			Message: fmt.Sprintf("%s not usable from user space: %s", count(len(noRDMA), "EFA NIC"), strings.Join(rdmaWhy, ", ")),
 			Fix:     "Load the RDMA user-space access module (`modprobe ib_uverbs`); `ibv_devices` should then list every EFA device."})
 	}
+	c.portFindings()
+	c.userspaceFindings()
+	if len(c.r.NICs) == 0 {
+		return // an accelerator's driver is not this check's business then
+	}
 	var noAccDriver []p2p.Addr
 	var want []string
 	for _, a := range c.r.Accelerators {
@@ -129,4 +153,117 @@ func (c *checker) deviceFindings() {
 			Message: fmt.Sprintf("%s without a driver: %s", count(len(noAccDriver), "accelerator"), c.accList(noAccDriver)),
 			Fix:     fix})
 	}
+}
+
+// ports reads the ports of a NIC's RDMA device (ports/N/state, "4: ACTIVE").
+func (c *checker) ports(a p2p.Addr, ibdev string) []Port {
+	dir := filepath.Join(c.root, "bus/pci/devices", a.String(), "infiniband", ibdev, "ports")
+	names, err := readDirNames(dir)
+	if err != nil {
+		return []Port{}
+	}
+	out := []Port{}
+	for _, name := range names {
+		n, err := strconv.Atoi(name)
+		if err != nil || n <= 0 {
+			continue
+		}
+		p := Port{Num: n}
+		if st, err := readAttr(filepath.Join(dir, name, "state")); err == nil {
+			p.State = stateName(st)
+		}
+		if st, err := readAttr(filepath.Join(dir, name, "phys_state")); err == nil {
+			p.PhysState = stateName(st)
+		}
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Num < out[j].Num })
+	return out
+}
+
+// stateName takes "4: ACTIVE" to "ACTIVE".
+func stateName(s string) string {
+	if i := strings.IndexByte(s, ':'); i >= 0 {
+		s = s[i+1:]
+	}
+	return strings.TrimSpace(s)
+}
+
+// portFindings: an EFA device none of whose ports is active carries no
+// traffic, GPUDirect or not.
+func (c *checker) portFindings() {
+	var down []p2p.Addr
+	var why []string
+	for _, n := range c.r.NICs {
+		if len(n.Ports) == 0 || len(c.nicBlocked[n.Addr]) > 0 {
+			continue // no RDMA device: its finding says so
+		}
+		active := false
+		var states []string
+		for _, p := range n.Ports {
+			active = active || p.Active()
+			st := p.State
+			if st == "" {
+				st = "unreadable"
+			}
+			states = append(states, fmt.Sprintf("port %d %s", p.Num, st))
+		}
+		if active {
+			continue
+		}
+		down = append(down, n.Addr)
+		why = append(why, fmt.Sprintf("%s %s (%s)", n.Addr, n.IBDev, strings.Join(states, ", ")))
+		c.nicBlocked[n.Addr] = append(c.nicBlocked[n.Addr], CodeEFAPortDown)
+	}
+	if len(down) == 0 {
+		return
+	}
+	c.add(Finding{Code: CodeEFAPortDown, Severity: SeverityError, Subjects: down,
+		Message: fmt.Sprintf("%s without an active port: %s", count(len(down), "EFA device"), strings.Join(why, ", ")),
+		Fix:     "A port that is not ACTIVE carries no traffic: `ibv_devinfo -d DEVICE` shows its state; check that the EFA interface is attached and its security group allows all traffic to and from itself, then reload the driver (`modprobe -r efa && modprobe efa`) or stop and start the instance."})
+}
+
+// userspaceFindings: an EFA device that libibverbs does not list is
+// invisible to every RDMA program (its provider, libefa, does not claim
+// the PCI ID: rdma-core 44's claims 1d0f:efa0..efa2, not a trn2's efa3).
+func (c *checker) userspaceFindings() {
+	if c.opt.Userspace == nil || len(c.r.NICs) == 0 {
+		return
+	}
+	names, err := c.opt.Userspace()
+	if err != nil {
+		c.note("Whether libibverbs lists the EFA devices was not checked: %v.", err)
+		return
+	}
+	listed := map[string]bool{}
+	for _, n := range names {
+		listed[n] = true
+	}
+	var missing []p2p.Addr
+	ids := map[string]bool{}
+	for i := range c.r.NICs {
+		n := &c.r.NICs[i]
+		if n.IBDev == "" || n.Uverbs == "" {
+			continue // the kernel has no device for it: another finding
+		}
+		if listed[n.IBDev] {
+			n.Userspace = UserspaceListed
+			continue
+		}
+		n.Userspace = UserspaceUnlisted
+		missing = append(missing, n.Addr)
+		ids["1d0f:"+n.Device] = true
+		c.nicBlocked[n.Addr] = append(c.nicBlocked[n.Addr], CodeEFAUnclaimed)
+	}
+	if len(missing) == 0 {
+		return
+	}
+	idList := make([]string, 0, len(ids))
+	for id := range ids {
+		idList = append(idList, id)
+	}
+	sort.Strings(idList)
+	c.add(Finding{Code: CodeEFAUnclaimed, Severity: SeverityError, Subjects: missing,
+		Message: fmt.Sprintf("%d of %d EFA devices are not listed by libibverbs (its EFA provider does not claim PCI ID %s): %s", len(missing), len(c.r.NICs), strings.Join(idList, ", "), addrList(missing)),
+		Fix:     "Install an rdma-core whose libefa claims the device (the AWS EFA installer's; Debian 12's rdma-core 44 claims 1d0f:efa0..efa2 only); `ibv_devices` then lists every EFA device."})
 }

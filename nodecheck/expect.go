@@ -42,7 +42,7 @@ func layoutOf(m *models.Machine) modelLayout {
 		isEFA[f.Addr] = true
 	}
 	for _, f := range m.Functions() {
-		if pciclass.IsAccelerator(uint32(f.Class)) {
+		if pciclass.IsAccelerator(uint32(f.Class), uint16(f.Vendor), uint16(f.Device)) {
 			l.accels = append(l.accels, f.Addr)
 		}
 	}

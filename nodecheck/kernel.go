@@ -51,21 +51,21 @@ var (
 func dmabufSupport(kernel string, drv EFADriver) DMABufSupport {
 	r, err := p2p.ParseRelease(kernel)
 	if err != nil {
-		return DMABufSupport{Supported: true, Reason: fmt.Sprintf("kernel release %q not understood: dma-buf support assumed", kernel)}
+		return DMABufSupport{Judged: true, Supported: true, Reason: fmt.Sprintf("kernel release %q not understood: dma-buf support assumed", kernel)}
 	}
 	if !atLeast(r, uverbsDMABuf) {
-		return DMABufSupport{Reason: fmt.Sprintf("kernel %s is older than %d.%d, the first release whose uverbs registers dma-buf memory (ibv_reg_dmabuf_mr)", kernel, uverbsDMABuf[0], uverbsDMABuf[1])}
+		return DMABufSupport{Judged: true, Reason: fmt.Sprintf("kernel %s is older than %d.%d, the first release whose uverbs registers dma-buf memory (ibv_reg_dmabuf_mr)", kernel, uverbsDMABuf[0], uverbsDMABuf[1])}
 	}
 	if drv.Kind == DriverOutOfTree {
 		if v, ok := parseDriverVersion(drv.Version); ok && modversion.Less(v, outOfTreeDMABufV) {
-			return DMABufSupport{Reason: fmt.Sprintf("the out-of-tree EFA driver %s predates %d.%d.%d, its first release that registers dma-buf memory", drv.Version, outOfTreeDMABufV[0], outOfTreeDMABufV[1], outOfTreeDMABufV[2])}
+			return DMABufSupport{Judged: true, Reason: fmt.Sprintf("the out-of-tree EFA driver %s predates %d.%d.%d, its first release that registers dma-buf memory", drv.Version, outOfTreeDMABufV[0], outOfTreeDMABufV[1], outOfTreeDMABufV[2])}
 		}
-		return DMABufSupport{Supported: true, Reason: fmt.Sprintf("kernel %s (uverbs dma-buf since %d.%d) with the out-of-tree EFA driver %s", kernel, uverbsDMABuf[0], uverbsDMABuf[1], drv.Version)}
+		return DMABufSupport{Judged: true, Supported: true, Reason: fmt.Sprintf("kernel %s (uverbs dma-buf since %d.%d) with the out-of-tree EFA driver %s", kernel, uverbsDMABuf[0], uverbsDMABuf[1], drv.Version)}
 	}
 	if !atLeast(r, inTreeEFADMABuf) {
-		return DMABufSupport{Reason: fmt.Sprintf("kernel %s is older than %d.%d, the first release whose EFA driver registers dma-buf memory (uverbs has it since %d.%d)", kernel, inTreeEFADMABuf[0], inTreeEFADMABuf[1], uverbsDMABuf[0], uverbsDMABuf[1])}
+		return DMABufSupport{Judged: true, Reason: fmt.Sprintf("kernel %s is older than %d.%d, the first release whose EFA driver registers dma-buf memory (uverbs has it since %d.%d)", kernel, inTreeEFADMABuf[0], inTreeEFADMABuf[1], uverbsDMABuf[0], uverbsDMABuf[1])}
 	}
-	return DMABufSupport{Supported: true, Reason: fmt.Sprintf("kernel %s: the EFA driver registers dma-buf memory (since %d.%d)", kernel, inTreeEFADMABuf[0], inTreeEFADMABuf[1])}
+	return DMABufSupport{Judged: true, Supported: true, Reason: fmt.Sprintf("kernel %s: the EFA driver registers dma-buf memory (since %d.%d)", kernel, inTreeEFADMABuf[0], inTreeEFADMABuf[1])}
 }
 
 // parseDriverVersion reads "2.17.3g" (AWS appends a letter) or "580.65.06".
@@ -75,11 +75,19 @@ func parseDriverVersion(s string) ([3]int, bool) {
 
 func (c *checker) readKernel() {
 	h := &c.r.Host
-	h.Kernel, h.KernelSource = c.opt.Kernel, "option"
+	h.Kernel, h.KernelSource = c.opt.Kernel, c.opt.KernelSource
+	if h.KernelSource == "" {
+		h.KernelSource = "option"
+	}
 	if h.Kernel == "" {
 		h.Kernel, h.KernelSource = runningKernel(), "running"
 	}
+	if !c.applies() {
+		h.DMABuf = DMABufSupport{Reason: "not judged: " + c.r.NotApplicable.Reason}
+		return
+	}
 	h.DMABuf = dmabufSupport(h.Kernel, h.EFADriver)
+	h.KernelP2PDMA = c.o.KernelConfig()
 	if _, err := p2p.ParseRelease(h.Kernel); err != nil {
 		c.note("%v: the kernel's dma-buf support was not judged.", err)
 	}

@@ -40,8 +40,14 @@ type Options struct {
 	// blocking peers).
 	TopologyFile string
 	// Kernel is the kernel release to judge ("6.8.0-1015-aws", "latest");
-	// "" is the running kernel's.
-	Kernel string
+	// "" is the running kernel's. KernelSource says where it came from
+	// ("option" by default, "environment" for $EFAP2P_KERNEL).
+	Kernel       string
+	KernelSource string
+	// Userspace lists the RDMA devices the installed userspace makes
+	// usable (libibverbs' device list: those its providers claim); nil
+	// leaves that unchecked. An error is reported as a note.
+	Userspace func() ([]string, error)
 	// Expect forces the comparison with a machine model; nil compares
 	// with the built-in model of the EC2 instance type DMI names, if any.
 	Expect *models.Machine
@@ -52,12 +58,15 @@ var ErrNoOracle = errors.New("nodecheck: no oracle given")
 
 // Finding codes: stable names of the kinds of finding (docs/operators.md).
 const (
-	CodeNoEFADevice          = "no-efa-device"
-	CodeNoAccelerator        = "no-accelerator"
+	CodeNoEFADevice          = "no-efa-device"  // not applicable (NotApplicable.Code), not a finding
+	CodeNoAccelerator        = "no-accelerator" // not applicable (NotApplicable.Code), not a finding
 	CodeEFADriverMissing     = "efa-driver-missing"
 	CodeEFARDMADeviceMissing = "efa-rdma-device-missing"
+	CodeEFAPortDown          = "efa-port-down"
+	CodeEFAUnclaimed         = "efa-provider-unclaimed"
 	CodeAccelDriverMissing   = "accelerator-driver-missing"
 	CodeKernelDMABuf         = "kernel-dmabuf"
+	CodeKernelNoP2PDMA       = "kernel-without-p2pdma"
 	CodePeerMemoryMissing    = "peer-memory-missing"
 	CodePeerMemoryMismatch   = "peer-memory-mismatch"
 	CodeTopologyFile         = "topology-file-unusable"
@@ -123,6 +132,7 @@ func Run(opt Options) (*Report, error) {
 	if err := c.scan(); err != nil {
 		return nil, err
 	}
+	c.applicability()
 	c.readDMI()
 	c.readModules()
 	c.readEFADriver()
@@ -156,12 +166,15 @@ func (c *checker) finish() {
 	rank := map[Severity]int{SeverityError: 0, SeverityWarning: 1, SeverityUnknown: 2}
 	sort.SliceStable(c.r.Findings, func(i, j int) bool { return rank[c.r.Findings[i].Severity] < rank[c.r.Findings[j].Severity] })
 	c.r.Status = StatusOK
+	if c.r.NotApplicable != nil {
+		c.r.Status = StatusNotApplicable
+	}
 	for _, f := range c.r.Findings {
 		switch f.Severity {
 		case SeverityError, SeverityWarning:
 			c.r.Status = StatusDegraded
 		case SeverityUnknown:
-			if c.r.Status == StatusOK {
+			if c.r.Status != StatusDegraded {
 				c.r.Status = StatusUnknown
 			}
 		}
@@ -172,6 +185,9 @@ func (c *checker) finish() {
 
 func (c *checker) summary() string {
 	r := c.r
+	if r.Status == StatusNotApplicable {
+		return "not applicable: " + r.NotApplicable.Reason
+	}
 	if r.Status != StatusOK {
 		f := r.Findings[0]
 		s := f.Message

@@ -98,7 +98,7 @@ func (c *checker) accelFindings() {
 				a.P2PNICs = append(a.P2PNICs, n.Addr)
 			}
 			if !p.Local {
-				if !p.P2P && p.DMABuf.Outcome == p2p.OutcomeRefused.String() && !c.blockedNICs[n.Addr] {
+				if !p.P2P && p.Certain && p.DMABuf.Outcome == p2p.OutcomeRefused.String() && !c.blockedNICs[n.Addr] {
 					remoteRefused = append(remoteRefused, k)
 				}
 				continue
@@ -110,6 +110,10 @@ func (c *checker) accelFindings() {
 			}
 			if p.DMABuf.Outcome == OutcomeUnavailable {
 				c.covered[k] = true // the finding that blocks the path explains it
+				continue
+			}
+			if !p.Certain {
+				c.covered[k] = true // refused or bounced only as assumed: uncertain-verdicts says so
 				continue
 			}
 			switch p.DMABuf.Outcome {

@@ -52,6 +52,7 @@ func (c *checker) pathFindings() {
 			c.add(Finding{Code: CodeKernelDMABuf, Severity: SeverityError, Message: "dma-buf registration of accelerator memory is unavailable: " + h.DMABuf.Reason, Fix: fix})
 		}
 	}
+	c.p2pdmaFinding()
 	if drv.PeerMemory == nil || len(wanting) == 0 {
 		return
 	}
@@ -118,4 +119,42 @@ func peerMemoryOutcome(v *p2p.Verdict) (outcome string, certain bool, reason str
 	reason = fmt.Sprintf("the EFA driver's peer-memory provider %q %s memory of this accelerator's driver by address",
 		pm.Provider, map[bool]string{true: "registers", false: "does not register"}[pm.Outcome == p2p.OutcomeP2P])
 	return pm.Outcome.String(), true, reason, true
+}
+
+// p2pdmaFinding says what a kernel without PCI_P2PDMA does to the node's
+// accelerators: an error where an exporter asks p2pdma (it falls back or
+// refuses), a note where none does (NVIDIA's, Neuron's); and that it is
+// not known, where nothing told.
+func (c *checker) p2pdmaFinding() {
+	k := c.r.Host.KernelP2PDMA
+	switch k.P2PDMA {
+	case p2p.BuiltYes:
+		return
+	case p2p.BuiltUnknown:
+		c.note("Whether the kernel is built with PCI_P2PDMA is not known (%s): the verdicts are those of a kernel built with it.", k.Source)
+		return
+	}
+	var asking []p2p.Addr
+	var drivers []string
+	for _, a := range c.r.Accelerators {
+		switch a.Driver {
+		case "nvidia", "neuron-driver":
+		default:
+			asking = append(asking, a.Addr)
+			d := a.Driver
+			if d == "" {
+				d = "no driver"
+			}
+			if !contains(drivers, d) {
+				drivers = append(drivers, d)
+			}
+		}
+	}
+	if len(asking) == 0 {
+		c.note("The kernel is built without PCI_P2PDMA (%s); the accelerators' exporters (NVIDIA's, Neuron's) never ask p2pdma, so it changes nothing here.", k.Source)
+		return
+	}
+	c.add(Finding{Code: CodeKernelNoP2PDMA, Severity: SeverityError, Subjects: asking,
+		Message: fmt.Sprintf("this kernel is built without PCI_P2PDMA (%s): the kernel refuses every P2P mapping it is asked for; dma-buf exporters that ask it fall back (%s: %s)", k.Source, strings.Join(drivers, ", "), c.accList(asking)),
+		Fix:     "Boot a kernel built with CONFIG_PCI_P2PDMA=y (no stock Debian 12 kernel is: build one, or use a distribution kernel that enables it); `efap2p explain ACCELERATOR NIC` names the source it was read from."})
 }

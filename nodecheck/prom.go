@@ -11,10 +11,14 @@ import (
 )
 
 // WritePrometheus writes the report in the Prometheus text exposition
-// format, as node_exporter's textfile collector reads it (a *.prom file):
-// the status, the device counts, one gauge per (accelerator, EFA NIC)
-// pair and one per finding, each with labels. now stamps the run
-// (efap2p_check_timestamp_seconds); the zero time leaves that gauge out.
+// format, as node_exporter's textfile collector reads it (a *.prom file).
+// The status is a plain value (Status.Value); what identifies the node
+// (version, kernel, instance type) is on efap2p_check_info; the pair
+// series carry identity labels only (the accelerator and the NIC), one
+// gauge per fact, so that an outcome that changes changes a value, never
+// starts a new series. Every label value is valid UTF-8 whatever sysfs or
+// DMI holds. now stamps the run (efap2p_check_timestamp_seconds); the zero
+// time leaves that gauge out.
 func (r *Report) WritePrometheus(w io.Writer, now time.Time) error {
 	var b strings.Builder
 	gauge := func(name, help string) {
@@ -39,9 +43,11 @@ func (r *Report) WritePrometheus(w io.Writer, now time.Time) error {
 		b.WriteString(strconv.FormatFloat(v, 'g', -1, 64))
 		b.WriteByte('\n')
 	}
-	it := r.Host.InstanceType
-	gauge("efap2p_check_status", "Outcome of efap2p check: 0 ok, 1 degraded (findings), 3 could not tell; the status label names it.")
-	sample("efap2p_check_status", [][2]string{{"status", string(r.Status)}, {"instance_type", it}, {"kernel", r.Host.Kernel}}, float64(r.ExitCode))
+	h := &r.Host
+	gauge("efap2p_check_info", "Always 1: the efap2p version, the kernel judged, the EC2 instance type (DMI) and the EFA driver kind.")
+	sample("efap2p_check_info", [][2]string{{"version", r.ToolVersion}, {"kernel", h.Kernel}, {"instance_type", h.InstanceType}, {"efa_driver", h.EFADriver.Kind}}, 1)
+	gauge("efap2p_check_status", "Outcome of efap2p check: 0 ok, 1 degraded (findings), 2 not applicable (no EFA device or no accelerator), 3 could not tell.")
+	sample("efap2p_check_status", nil, float64(r.Status.Value()))
 	gauge("efap2p_check_accelerators", "Accelerators (PCI class 03 or 12) found on the node.")
 	sample("efap2p_check_accelerators", nil, float64(len(r.Accelerators)))
 	gauge("efap2p_check_efa_devices", "EFA devices found on the node.")
@@ -52,8 +58,34 @@ func (r *Report) WritePrometheus(w io.Writer, now time.Time) error {
 		gauge("efap2p_check_expected_efa_devices", "EFA devices the machine model of the instance type has.")
 		sample("efap2p_check_expected_efa_devices", [][2]string{{"model", e.Model}}, float64(e.EFADevices))
 	}
-	gauge("efap2p_check_dmabuf_supported", "1 when the kernel and the EFA driver register dma-buf memory.")
-	sample("efap2p_check_dmabuf_supported", [][2]string{{"efa_driver", r.Host.EFADriver.Kind}}, boolValue(r.Host.DMABuf.Supported))
+	if h.DMABuf.Judged {
+		gauge("efap2p_check_dmabuf_supported", "1 when the kernel and the EFA driver register dma-buf memory.")
+		sample("efap2p_check_dmabuf_supported", nil, boolValue(h.DMABuf.Supported))
+	}
+	if len(r.NICs) > 0 {
+		nicLabels := func(n *NIC) [][2]string { return [][2]string{{"nic", n.Addr.String()}, {"ibdev", n.IBDev}} }
+		gauge("efap2p_check_efa_port_active", "1 when at least one port of the EFA device is ACTIVE.")
+		for i := range r.NICs {
+			n := &r.NICs[i]
+			active := false
+			for _, p := range n.Ports {
+				active = active || p.Active()
+			}
+			sample("efap2p_check_efa_port_active", nicLabels(n), boolValue(active))
+		}
+		checked := false
+		for _, n := range r.NICs {
+			checked = checked || n.Userspace != ""
+		}
+		if checked {
+			gauge("efap2p_check_efa_userspace_listed", "1 when libibverbs lists the EFA device (its provider claims the PCI ID).")
+			for i := range r.NICs {
+				if n := &r.NICs[i]; n.Userspace != "" {
+					sample("efap2p_check_efa_userspace_listed", nicLabels(n), boolValue(n.Userspace == UserspaceListed))
+				}
+			}
+		}
+	}
 	if len(r.Pairs) > 0 {
 		names := map[string]string{}
 		for _, a := range r.Accelerators {
@@ -63,18 +95,53 @@ func (r *Report) WritePrometheus(w io.Writer, now time.Time) error {
 		for _, n := range r.NICs {
 			ibdev[n.Addr.String()] = n.IBDev
 		}
-		gauge("efap2p_check_pair_p2p", "1 when the EFA NIC gets true P2P DMA into the accelerator's memory (by dma-buf or by the driver's peer memory).")
-		for _, p := range r.Pairs {
-			peer := "none"
-			if p.PeerMemory != nil {
-				peer = p.PeerMemory.Outcome
+		id := func(p *Pair) [][2]string {
+			return [][2]string{{"accelerator", p.Accelerator.String()}, {"accelerator_name", names[p.Accelerator.String()]},
+				{"nic", p.NIC.String()}, {"ibdev", ibdev[p.NIC.String()]}}
+		}
+		series := []struct {
+			name, help string
+			value      func(p *Pair) (float64, bool)
+		}{
+			{"efap2p_check_pair_p2p", "1 when the EFA NIC gets true P2P DMA into the accelerator's memory (by dma-buf or by the driver's peer memory).",
+				func(p *Pair) (float64, bool) { return boolValue(p.P2P), true }},
+			{"efap2p_check_pair_local", "1 when the NIC is one of the accelerator's nearest EFA NICs (its PCIe switch on p5.48xlarge).",
+				func(p *Pair) (float64, bool) { return boolValue(p.Local), true }},
+			{"efap2p_check_pair_certain", "1 when the pair's answer does not rest on something the check could not read.",
+				func(p *Pair) (float64, bool) { return boolValue(p.Certain), true }},
+			{"efap2p_check_pair_dmabuf_p2p", "1 when the dma-buf path (ibv_reg_dmabuf_mr) gives true P2P.",
+				func(p *Pair) (float64, bool) { return boolValue(p.DMABuf.Outcome == "p2p"), true }},
+			{"efap2p_check_pair_peer_memory_p2p", "1 when the out-of-tree EFA driver's peer-memory path gives true P2P (present with that driver only).",
+				func(p *Pair) (float64, bool) {
+					if p.PeerMemory == nil {
+						return 0, false
+					}
+					return boolValue(p.PeerMemory.Outcome == "p2p"), true
+				}},
+			{"efap2p_check_pair_distance", "The kernel's p2pdma distance of the pair (hops of the PCI path; -1 when the kernel refuses the mapping).",
+				func(p *Pair) (float64, bool) {
+					if p.DMABuf.Distance == nil {
+						return 0, false
+					}
+					if p.DMABuf.MapType == "NOT_SUPPORTED" {
+						return -1, true
+					}
+					return float64(*p.DMABuf.Distance), true
+				}},
+		}
+		for _, s := range series {
+			header := false
+			for i := range r.Pairs {
+				v, ok := s.value(&r.Pairs[i])
+				if !ok {
+					continue
+				}
+				if !header {
+					gauge(s.name, s.help)
+					header = true
+				}
+				sample(s.name, id(&r.Pairs[i]), v)
 			}
-			sample("efap2p_check_pair_p2p", [][2]string{
-				{"accelerator", p.Accelerator.String()}, {"accelerator_name", names[p.Accelerator.String()]},
-				{"nic", p.NIC.String()}, {"ibdev", ibdev[p.NIC.String()]}, {"path", p.Path.String()},
-				{"local", strconv.FormatBool(p.Local)}, {"certain", strconv.FormatBool(p.Certain)},
-				{"dmabuf", p.DMABuf.Outcome}, {"peer_memory", peer},
-			}, boolValue(p.P2P))
 		}
 	}
 	gauge("efap2p_check_findings", "Findings of efap2p check, by severity.")
@@ -116,8 +183,9 @@ func boolValue(b bool) float64 {
 	return 0
 }
 
-// escapeLabel escapes a label value as the text format wants: backslash,
-// double quote and line feed.
-func escapeLabel(s string) string { return labelEscaper.Replace(s) }
+// escapeLabel makes s a label value of the text format: valid UTF-8
+// without control characters (Escape), then backslash, double quote and
+// line feed escaped as the format wants.
+func escapeLabel(s string) string { return labelEscaper.Replace(Escape(s)) }
 
 var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)

@@ -7,38 +7,40 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/efap2p/efap2p/internal/textwrap"
 	"github.com/efap2p/efap2p/p2p"
 )
 
 // Line words of the line mode, by status.
-var lineWords = map[Status]string{StatusOK: "OK", StatusDegraded: "PROBLEM", StatusUnknown: "UNKNOWN"}
+var lineWords = map[Status]string{StatusOK: "OK", StatusNotApplicable: "OK", StatusDegraded: "PROBLEM", StatusUnknown: "UNKNOWN"}
 
 // MaxLine bounds the line mode's message (node-problem-detector cuts a
 // plugin's output at its max_output_length).
 const MaxLine = 120
 
-// Line returns the one-line answer: "OK: ...", "PROBLEM <code>: ..." or
-// "UNKNOWN <code>: ...", at most MaxLine bytes.
+// Line returns the one-line answer: "OK: ...", "OK: not applicable: ...",
+// "PROBLEM <code>: ..." or "UNKNOWN <code>: ...", at most MaxLine bytes,
+// on one line whatever the strings read from sysfs hold.
 func (r *Report) Line() string {
 	word := lineWords[r.Status]
-	if r.Status == StatusOK || len(r.Findings) == 0 {
-		return clip(word+": "+r.Summary, MaxLine)
+	if r.Status == StatusOK || r.Status == StatusNotApplicable || len(r.Findings) == 0 {
+		return clip(word+": "+Escape(r.Summary), MaxLine)
 	}
 	f := r.Findings[0]
 	more := ""
 	if n := len(r.Findings) - 1; n > 0 {
 		more = fmt.Sprintf(" (+%d more)", n)
 	}
-	return clip(word+" "+f.Code+": "+f.Message, MaxLine-len(more)) + more
+	return clip(word+" "+f.Code+": "+Escape(f.Message), MaxLine-len(more)) + more
 }
 
 // LineExitCode is the line mode's exit status, node-problem-detector's
 // custom plugin protocol: 0 OK, 1 problem, 2 unknown.
 func (r *Report) LineExitCode() int {
 	switch r.Status {
-	case StatusOK:
+	case StatusOK, StatusNotApplicable:
 		return 0
 	case StatusDegraded:
 		return 1
@@ -55,6 +57,9 @@ func clip(s string, n int) string {
 	if i := strings.LastIndexByte(cut, ' '); i > n/2 {
 		cut = cut[:i]
 	}
+	for len(cut) > 0 && !utf8.ValidString(cut) {
+		cut = cut[:len(cut)-1] // never half a character
+	}
 	return strings.TrimRight(cut, " ,:;") + "..."
 }
 
@@ -63,14 +68,17 @@ var headlines = map[Status]string{
 	StatusOK:       "GPUDirect RDMA works on this node",
 	StatusDegraded: "GPUDirect RDMA is degraded on this node",
 	StatusUnknown:  "could not tell whether GPUDirect RDMA works on this node",
+	// not a problem: a CPU node of the cluster
+	StatusNotApplicable: "GPUDirect RDMA does not apply to this node",
 }
 
 // WriteText writes the report for people: the answer, the host, one line
-// per accelerator, the findings with their fixes, and the notes.
+// per accelerator, the findings with their fixes, and the notes. Strings
+// read from sysfs or DMI reach the terminal escaped (Escape).
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "efap2p check: %s.\n", headlines[r.Status])
-	b.WriteString(r.Summary + "\n\n")
+	b.WriteString(Escape(r.Summary) + "\n\n")
 	h := &r.Host
 	host := h.ProductName
 	if h.SysVendor != "" {
@@ -79,7 +87,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	if host == "" {
 		host = "unknown machine (no DMI identity)"
 	}
-	kv := func(k, v string) { fmt.Fprintf(&b, "%-9s %s\n", k, v) }
+	kv := func(k, v string) { fmt.Fprintf(&b, "%-9s %s\n", k, Escape(v)) }
 	kv("host", fmt.Sprintf("%s, kernel %s", host, h.Kernel))
 	if e := r.Expected; e != nil {
 		if e.DevicesMatch {
@@ -104,7 +112,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		b.WriteByte('\n')
 		all := true
 		for i := range r.Accelerators {
-			b.WriteString(accelLine(r, &r.Accelerators[i]))
+			b.WriteString(Escape(accelLine(r, &r.Accelerators[i])))
 			b.WriteByte('\n')
 			all = all && len(r.Accelerators[i].P2PNICs) == len(r.NICs) && len(r.Accelerators[i].LocalNICs) < len(r.NICs)
 		}
@@ -119,17 +127,17 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "Findings (%d):\n", len(r.Findings))
 		for _, f := range r.Findings {
 			fmt.Fprintf(&b, "  %s %s\n", f.Severity, f.Code)
-			b.WriteString("    " + f.Message + "\n") // one line: grep finds it whole
+			b.WriteString("    " + Escape(f.Message) + "\n") // one line: grep finds it whole
 			if f.Reason != "" {
-				b.WriteString(indent(textwrap.Wrap("why: "+f.Reason, 74), "    "))
+				b.WriteString(indent(textwrap.Wrap("why: "+Escape(f.Reason), 74), "    "))
 			}
-			b.WriteString(indent(textwrap.Wrap("fix: "+f.Fix, 74), "    "))
+			b.WriteString(indent(textwrap.Wrap("fix: "+Escape(f.Fix), 74), "    "))
 		}
 	}
 	if len(r.Notes) > 0 {
 		b.WriteString("\nNotes:\n")
 		for _, n := range r.Notes {
-			b.WriteString(indent(textwrap.Wrap("- "+n, 76), "  "))
+			b.WriteString(indent(textwrap.Wrap("- "+Escape(n), 76), "  "))
 		}
 	}
 	_, err := io.WriteString(w, b.String())
@@ -162,7 +170,10 @@ func efaLine(h *Host) string {
 	default:
 		s = "driver in use unknown (" + d.Evidence + ")"
 	}
-	if h.DMABuf.Supported {
+	switch {
+	case !h.DMABuf.Judged:
+		return s + "; dma-buf: not judged"
+	case h.DMABuf.Supported:
 		return s + "; dma-buf: supported"
 	}
 	return s + "; dma-buf: unavailable"

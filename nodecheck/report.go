@@ -20,16 +20,34 @@ const (
 	StatusOK       Status = "ok"       // exit 0: every accelerator has true P2P with its local EFA NICs, no finding
 	StatusDegraded Status = "degraded" // exit 1: at least one finding of severity error or warning
 	StatusUnknown  Status = "unknown"  // exit 3: only findings of severity unknown: the check could not tell
+	// StatusNotApplicable: exit 0, healthy to every engine: the node has
+	// no EFA device or no accelerator (a CPU node), nothing differs from
+	// its instance type's model, and nothing is in the way.
+	StatusNotApplicable Status = "not-applicable"
 )
 
 // ExitCode returns the exit status `efap2p check` gives the status: 0, 1
 // or 3 (2 is for bad usage).
 func (s Status) ExitCode() int {
 	switch s {
+	case StatusOK, StatusNotApplicable:
+		return 0
+	case StatusDegraded:
+		return 1
+	}
+	return 3
+}
+
+// Value is the status as efap2p_check_status reports it: 0 ok, 1
+// degraded, 2 not applicable, 3 could not tell.
+func (s Status) Value() int {
+	switch s {
 	case StatusOK:
 		return 0
 	case StatusDegraded:
 		return 1
+	case StatusNotApplicable:
+		return 2
 	}
 	return 3
 }
@@ -60,17 +78,31 @@ type Report struct {
 	// ExitCode is the exit status `efap2p check` gives this report.
 	ExitCode int `json:"exit_code"`
 	// Summary is the one-line answer (the line mode's message).
-	Summary      string        `json:"summary"`
-	Host         Host          `json:"host"`
-	Accelerators []Accelerator `json:"accelerators"`
-	NICs         []NIC         `json:"nics"`
-	Pairs        []Pair        `json:"pairs"`
+	Summary string `json:"summary"`
+	// ToolVersion is the efap2p version that checked (set by the caller).
+	ToolVersion string `json:"tool_version,omitempty"`
+	// NotApplicable says why GPUDirect RDMA does not apply to the node
+	// (status not-applicable, or degraded by a layout finding): no EFA
+	// device, no accelerator; nil when it applies.
+	NotApplicable *NotApplicable `json:"not_applicable,omitempty"`
+	Host          Host           `json:"host"`
+	Accelerators  []Accelerator  `json:"accelerators"`
+	NICs          []NIC          `json:"nics"`
+	Pairs         []Pair         `json:"pairs"`
 	// Expected is the comparison with a machine model: the instance
 	// type's (DMI) or the one asked for; nil when there is none.
 	Expected *Expected `json:"expected,omitempty"`
 	Findings []Finding `json:"findings"`
 	// Notes are facts worth knowing that are not problems.
 	Notes []string `json:"notes"`
+}
+
+// NotApplicable is why GPUDirect RDMA does not apply to a node.
+type NotApplicable struct {
+	// Code is no-efa-device (also when there is no accelerator either) or
+	// no-accelerator.
+	Code   string `json:"code"`
+	Reason string `json:"reason"`
 }
 
 // Host is what the check read about the machine itself.
@@ -83,12 +115,16 @@ type Host struct {
 	ProductName  string `json:"product_name"`
 	InstanceType string `json:"instance_type,omitempty"`
 	// Kernel is the release judged: the running kernel's, or the one
-	// asked for (KernelSource "running" or "option").
+	// asked for (KernelSource "running", "option" or "environment":
+	// $EFAP2P_KERNEL).
 	Kernel       string `json:"kernel"`
 	KernelSource string `json:"kernel_source"`
 	// DMABuf says whether the kernel and the EFA driver register dma-buf
 	// memory (ibv_reg_dmabuf_mr), and why not.
 	DMABuf DMABufSupport `json:"dmabuf"`
+	// KernelP2PDMA is whether that kernel is built with PCI_P2PDMA, and
+	// where that was read (the oracle's p2p.KernelConfig).
+	KernelP2PDMA p2p.KernelConfig `json:"kernel_p2pdma"`
 	// EFADriver is the EFA driver in use.
 	EFADriver EFADriver `json:"efa_driver"`
 	// Modules are the modules the paths need, loaded or not; nil when the
@@ -106,6 +142,9 @@ type Host struct {
 // DMABufSupport is whether dma-buf registration of accelerator memory can
 // work on this kernel with this EFA driver.
 type DMABufSupport struct {
+	// Judged is false when the check had nothing to judge it for (no EFA
+	// device or no accelerator); Supported is then false.
+	Judged    bool   `json:"judged"`
 	Supported bool   `json:"supported"`
 	Reason    string `json:"reason"`
 }
@@ -167,7 +206,32 @@ type NIC struct {
 	Uverbs   string   `json:"uverbs"`
 	Driver   string   `json:"driver"`
 	NUMANode int      `json:"numa_node"`
+	// Device is the PCI device ID ("efa1").
+	Device string `json:"device"`
+	// Ports are the RDMA device's ports and their state.
+	Ports []Port `json:"ports"`
+	// Userspace is whether libibverbs lists the device (its provider,
+	// libefa, claims it): "listed", "unlisted", or "" not checked.
+	Userspace string `json:"userspace,omitempty"`
 }
+
+// Port is one port of an EFA device, as ib_core reports it.
+type Port struct {
+	Num int `json:"num"`
+	// State is the logical state ("ACTIVE", "DOWN", "INIT"; "" when
+	// unreadable); PhysState the physical one ("LinkUp", "Disabled").
+	State     string `json:"state"`
+	PhysState string `json:"phys_state,omitempty"`
+}
+
+// Active reports whether the port carries traffic.
+func (p Port) Active() bool { return p.State == "ACTIVE" || p.State == "ACTIVE_DEFER" }
+
+// Userspace values.
+const (
+	UserspaceListed   = "listed"
+	UserspaceUnlisted = "unlisted"
+)
 
 // Pair is one (accelerator, EFA NIC) pair: the NIC DMAs into the
 // accelerator's memory. Each registration path has its own answer; P2P is

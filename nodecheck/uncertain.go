@@ -4,11 +4,21 @@ package nodecheck
 
 // The answers the check cannot vouch for.
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
 
-// uncertainty adds the findings for answers the check cannot vouch for.
+	"github.com/efap2p/efap2p/p2p"
+)
+
+// uncertainty adds the findings for answers the check cannot vouch for:
+// pairs whose outcome would differ under another value of what this user
+// cannot read (an unknown ACS state that does not change the outcome is
+// not one), naming what would decide them.
 func (c *checker) uncertainty() {
 	acsHidden, other, undecided := 0, 0, 0
+	var acs []p2p.Addr
+	var unread []string
 	for i := range c.r.Pairs {
 		p := &c.r.Pairs[i]
 		if p.Certain {
@@ -18,24 +28,44 @@ func (c *checker) uncertainty() {
 		switch {
 		case p.PeerMemory != nil && p.PeerMemory.Outcome == OutcomeUndecided && !p.P2P:
 			undecided++
+			continue
 		case len(v.ACSUnknown) > 0:
 			acsHidden++
 		default:
 			other++
 		}
+		for _, a := range v.ACSUnknown {
+			if !containsAddr(acs, a) {
+				acs = append(acs, a)
+			}
+		}
+		for _, u := range v.Unread {
+			if !strings.HasPrefix(u, "the ACS state of ") && !contains(unread, u) {
+				unread = append(unread, u)
+			}
+		}
 	}
 	total := len(c.r.Pairs)
 	if acsHidden+other > 0 {
-		msg := fmt.Sprintf("%d of %d pairs are uncertain", acsHidden+other, total)
+		var what []string
+		if len(acs) > 0 {
+			const shown = 4
+			s := "the ACS state of " + addrList(acs[:min(len(acs), shown)])
+			if len(acs) > shown {
+				s += fmt.Sprintf(" and %d more bridges", len(acs)-shown)
+			}
+			what = append(what, s)
+		}
+		what = append(what, unread...)
+		msg := fmt.Sprintf("%d of %d pairs are uncertain: their outcome depends on %s, which this user cannot read", acsHidden+other, total, strings.Join(what, "; "))
 		if acsHidden > 0 {
-			msg += ": PCI config space past 64 bytes is hidden from this user, so the ACS state of the bridges on their paths is unknown"
+			msg += " (PCI config space past 64 bytes is hidden without root"
 			if c.opt.TopologyFile == "" || c.r.Host.TopologyFileError != "" {
 				msg += ", and no topology file is in use"
 			}
-		} else {
-			msg += ": something the kernel's rule needs (the CPU, a host bridge) could not be read"
+			msg += ")"
 		}
-		c.add(Finding{Code: CodeUncertain, Severity: SeverityUnknown,
+		c.add(Finding{Code: CodeUncertain, Severity: SeverityUnknown, Subjects: acs,
 			Message: msg,
 			Fix:     "Run efap2p check as root, or write a topology file once as root (`sudo efap2p export -o /etc/efap2p/topology.json`) and give it with --topology or EFAP2P_TOPOLOGY."})
 	}

@@ -36,8 +36,11 @@
 // Release whose rules decided, where the verdict came from (VerdictSource:
 // an operator's or the boot-time TopologyFile, the ACPI HMAT, or
 // computed), and a reason a person can act on. What cannot be read (config
-// space without root) is not guessed: the verdict says it is not Certain
-// and takes the kernel-safe branch.
+// space without root) is not guessed: the verdict is not Exact, takes the
+// kernel-safe branch for its map type, and names what it could not read;
+// it is Certain still when the outcome is the same under every value that
+// could have (an exporter that does not ask the kernel, a CPU rule that
+// allows the detour anyway).
 //
 // An Oracle caches every verdict for the life of the process, as the
 // kernel caches its own, and is safe for concurrent use. The *Verdict it

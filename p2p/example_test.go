@@ -103,15 +103,16 @@ func ExampleOracle_ReachesAccelerator() {
 	// true through 0000:ca:00.0 PIX
 }
 
-// The same pair decided by the rules of two kernel releases: 8086:09a2
-// host bridges (Ice Lake) joined the whitelist in Linux 5.18.
+// The same pair decided by the rules of three kernel releases: 8086:09a2
+// host bridges (Ice Lake) joined the whitelist in Linux 5.18; the GPU's
+// exporter, xe, keeps a buffer the EFA pins in VRAM only from 6.19.
 func ExampleOptions_kernel() {
 	m, err := models.Builtin("intel-icelake-2rootbus")
 	if err != nil {
 		log.Fatal(err)
 	}
 	gpu, nic := p2p.MustParseAddr("0000:19:00.0"), p2p.MustParseAddr("0000:32:00.0")
-	for _, rel := range []string{"5.15.0-105-generic", "6.1.0-28-amd64"} {
+	for _, rel := range []string{"5.15.0-105-generic", "6.1.0-28-amd64", "6.19.2"} {
 		o := p2p.NewOracleWith(p2p.NewTopology(m.Source()), p2p.Options{Kernel: p2p.MustParseRelease(rel)})
 		v, err := o.Verdict(gpu, nic)
 		if err != nil {
@@ -120,8 +121,9 @@ func ExampleOptions_kernel() {
 		fmt.Println(v.Kernel, v.MapType, v.Rule, v.Outcome)
 	}
 	// Output:
-	// 5.15.0-105-generic NOT_SUPPORTED host-bridge-not-whitelisted refused
-	// 6.1.0-28-amd64 THRU_HOST_BRIDGE host-bridge-whitelist p2p
+	// 5.15.0-105-generic NOT_SUPPORTED host-bridge-not-whitelisted bounced
+	// 6.1.0-28-amd64 THRU_HOST_BRIDGE host-bridge-whitelist bounced
+	// 6.19.2 THRU_HOST_BRIDGE host-bridge-whitelist p2p
 }
 
 // A dma-buf names its exporter, not its device: every GPU the exporter's

@@ -31,3 +31,13 @@ func OptionalMethodsForTest(src Source) []string {
 }
 
 func is[T any](v any) bool { _, ok := v.(T); return ok }
+
+// SetKernelConfigPlacesForTest points RunningKernelConfig at other files
+// (/proc/config.gz, /boot/config-RELEASE, /proc/kallsyms); the returned
+// function restores the real places.
+func SetKernelConfigPlacesForTest(configGz, bootDir, kallsyms string) (restore func()) {
+	g, b, k := procConfigGz, bootConfig, procKallsyms
+	procConfigGz, procKallsyms = configGz, kallsyms
+	bootConfig = func(release string) string { return bootDir + "/config-" + release }
+	return func() { procConfigGz, bootConfig, procKallsyms = g, b, k }
+}

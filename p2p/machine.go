@@ -208,6 +208,9 @@ func (tf *TopologyFile) RecordMachine(o *Oracle, boot bool) error {
 		note(p.Client)
 	}
 	m := TopoMachine{Kernel: o.Kernel().String(), Functions: []TopoFunction{}}
+	if k := o.KernelConfig(); k.P2PDMA != BuiltUnknown {
+		m.KernelConfig = &k
+	}
 	if boot {
 		if m.BootID = currentBootID(); m.BootID == "" {
 			return errors.New("cannot read this boot's ID (/proc/sys/kernel/random/boot_id)")

@@ -136,7 +136,19 @@ func (o *Oracle) Matrix(addrs []Addr) (*Matrix, error) {
 	}
 	close(rows)
 	wg.Wait()
+	o.stubCells(m)
 	return m, nil
+}
+
+// stubCells turns every cell into the stub's NOT_SUPPORTED on a kernel
+// built without PCI_P2PDMA (the distance and path stay, as in Verdict).
+func (o *Oracle) stubCells(m *Matrix) {
+	if o.kconfig().P2PDMA != BuiltNo {
+		return
+	}
+	for i, c := range m.cells {
+		m.cells[i] = c&^(1<<cellMapBits-1) | uint16(MapNotSupported)
+	}
 }
 
 // matrixByVerdict fills the matrix from the kernel rule pair by pair,
@@ -159,6 +171,7 @@ func (o *Oracle) matrixByVerdict(addrs []Addr) (*Matrix, error) {
 			m.cells[i*len(addrs)+j] = uint16(v.MapType) | uint16(v.Path)<<cellPathPos | uint16(v.Distance)<<cellDistPos
 		}
 	}
+	o.stubCells(m)
 	return m, nil
 }
 

@@ -83,7 +83,7 @@ func TestModelsFromSysfs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkModel(t, m, p2p.NewOracleWith(p2p.NewTopology(src), p2p.Options{Kernel: m.KernelRelease()}))
+			checkModel(t, m, p2p.NewOracleWith(p2p.NewTopology(src), m.OracleOptions()))
 		})
 	}
 }
@@ -97,7 +97,7 @@ func TestModelsInMemory(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkModel(t, m, p2p.NewOracleWith(p2p.NewTopology(m.Source()), p2p.Options{Kernel: m.KernelRelease()}))
+			checkModel(t, m, p2p.NewOracleWith(p2p.NewTopology(m.Source()), m.OracleOptions()))
 		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -28,6 +29,8 @@ type Oracle struct {
 
 	warnMu sync.Mutex
 	warned map[string]bool
+
+	kconfig func() KernelConfig // worked out once, on first use
 
 	// Lookups read an immutable map through an atomic pointer, without a
 	// lock; new verdicts go to dirty under mu and are published in batches
@@ -70,6 +73,12 @@ type Options struct {
 	// value means the running kernel's (uname -r), or the newest rules
 	// when that cannot be read.
 	Kernel Release
+	// KernelConfig is that kernel's build configuration (whether it has
+	// PCI_P2PDMA). Nil: worked out on first use, for the live /sys only
+	// (RunningKernelConfig for the running kernel, /boot/config-RELEASE
+	// for another installed one); unknown for any other tree, where the
+	// verdicts are those of a kernel with PCI_P2PDMA and say so.
+	KernelConfig *KernelConfig
 	// NoReasons leaves the Reason and Hint of the verdicts the oracle
 	// returns and caches empty. Their sentences cost more than the rule
 	// itself (formatting, and memory in every cached verdict), and a
@@ -95,6 +104,7 @@ func NewOracleWith(topo *Topology, opts Options) *Oracle {
 		}
 	}
 	o.rules = rulesFor(rel)
+	o.kconfig = sync.OnceValue(func() KernelConfig { return o.findKernelConfig(opts.Kernel.IsZero()) })
 	names, explicit := opts.TopologyFiles, false
 	if opts.TopologyFile != "" {
 		names, explicit = []string{opts.TopologyFile}, true
@@ -141,6 +151,45 @@ func (o *Oracle) warn(format string, args ...any) {
 	if !seen && o.opts.Warnf != nil {
 		o.opts.Warnf("%s", msg)
 	}
+}
+
+// KernelConfig returns the build configuration of the kernel whose
+// verdicts the oracle gives: Options.KernelConfig, else what the live
+// system tells (worked out once).
+func (o *Oracle) KernelConfig() KernelConfig { return o.kconfig() }
+
+// findKernelConfig works out the configuration when no option gave it.
+// Only the live /sys describes this machine, whose /proc and /boot then
+// describe its kernels; running says the release is the running kernel's
+// by default.
+func (o *Oracle) findKernelConfig(running bool) KernelConfig {
+	if k := o.opts.KernelConfig; k != nil {
+		return *k
+	}
+	k := o.liveKernelConfig(running)
+	// A topology file written as root for this kernel may know what this
+	// process cannot read.
+	if k.P2PDMA == BuiltUnknown && o.file != nil && o.file.kconfig != nil {
+		fk := *o.file.kconfig
+		fk.Source = fmt.Sprintf("recorded in the topology file %s: %s", o.file.name, fk.Source)
+		return fk
+	}
+	return k
+}
+
+func (o *Oracle) liveKernelConfig(running bool) KernelConfig {
+	s, ok := o.topo.src.(*Sysfs)
+	if !ok || s.root != defaultSysfsRoot {
+		return KernelConfig{Source: "the tree read is not this machine's /sys, and no kernel configuration was given for it (--kernel-config, $" + KernelConfigEnv + ")"}
+	}
+	rel := o.rules.Release
+	if run, err := RunningRelease(); running || err == nil && run.String() == rel.String() {
+		return RunningKernelConfig()
+	}
+	if rel.IsLatest() || rel.Extra == "" {
+		return KernelConfig{Source: fmt.Sprintf("%s names kernel rules, not an installed kernel whose configuration could be read", rel)}
+	}
+	return ReleaseKernelConfig(rel)
 }
 
 // Topology returns the topology the oracle reads.
@@ -282,6 +331,22 @@ func (o *Oracle) build(provider, client Addr, explain bool) (*Verdict, error) {
 	}
 	t := o.topo
 	v := t.computeVerdict(o.rules, p, c, explain)
+	kc := o.kconfig()
+	v.KernelP2PDMA = kc.P2PDMA
+	switch kc.P2PDMA {
+	case BuiltNo:
+		noP2PDMA(v, kc)
+	case BuiltUnknown:
+		if !kc.unread {
+			break
+		}
+		// Without p2pdma every pair is the stub's NOT_SUPPORTED: settle
+		// tells whether the exporter's outcome could differ. The verdict
+		// stays Exact: the PCI path was read whole, and it is the answer
+		// of a kernel built with p2pdma.
+		v.alts = append(v.alts, MapNotSupported)
+		v.Unread = append(v.Unread, "whether the kernel is built with PCI_P2PDMA")
+	}
 	lca := commonAncestor(p, c)
 	throughHost := v.MapType == MapThruHostBridge || v.MapType == MapNotSupported
 	v.fig = &figures{compute: func() (int, int) {
@@ -299,9 +364,11 @@ func (o *Oracle) build(provider, client Addr, explain bool) (*Verdict, error) {
 		return bw, lat
 	}}
 	t.applyPolicy(o.rules, v, p, c)
+	t.settle(o.rules, v, p, c)
 	t.peerMemPath(v, p, c)
 	if n, ok := o.fileBlocked(client); ok {
-		v.Outcome, v.Source = OutcomeRefused, SourceTopologyFile
+		// Refused whatever the rule would have said.
+		v.Outcome, v.Source, v.Certain = OutcomeRefused, SourceTopologyFile, true
 		if v.PeerMem.Outcome == OutcomeP2P {
 			v.PeerMem.Outcome = OutcomeRefused
 		}
@@ -312,6 +379,51 @@ func (o *Oracle) build(provider, client Addr, explain bool) (*Verdict, error) {
 		v.addReason("Whether the NIC's firmware allows peer access cannot be seen in sysfs; where it does not, record it in the operator's topology file (efap2p export --peer-blocked NIC -o /etc/efap2p/topology.json).")
 	}
 	return v, nil
+}
+
+// settle decides whether an inexact verdict is certain: the outcome of
+// each map type the unread inputs could have given, under the exporter's
+// rule, against the kernel-safe branch's. The map type stays the
+// kernel-safe branch's; the reason says what would decide the outcome, or
+// that nothing would change it.
+func (t *Topology) settle(ru *kernelRules, v *Verdict, p, c *Function) {
+	if len(v.alts) == 0 && !v.undecidable {
+		v.Certain = true
+		return
+	}
+	unread := strings.Join(v.Unread, ", ")
+	if v.undecidable {
+		v.Certain = false
+		v.reasonf("The outcome rests on %s, which efap2p cannot decide.", unread)
+		return
+	}
+	v.Certain = true
+	var others []string
+	for _, alt := range v.alts {
+		s := Verdict{Provider: v.Provider, Client: v.Client, MapType: alt, Distance: v.Distance, Path: v.Path, Kernel: v.Kernel}
+		t.applyPolicy(ru, &s, p, c)
+		if s.Outcome != v.Outcome {
+			v.Certain = false
+			if v.explain {
+				others = append(others, fmt.Sprintf("%s where it gives %s", s.Outcome, alt))
+			}
+		}
+	}
+	if !v.explain {
+		return
+	}
+	if v.Certain {
+		v.reasonf("%s could not be read, and it does not matter: the outcome is %s under every value it could have (the map type above is the kernel-safe branch).", capitalize(unread), v.Outcome)
+		return
+	}
+	v.reasonf("The outcome depends on %s, which could not be read: %s under the kernel-safe assumption (%s), %s.", unread, v.Outcome, v.MapType, strings.Join(others, ", "))
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 func (o *Oracle) fileBlocked(nic Addr) (*TopoNIC, bool) {

@@ -90,6 +90,12 @@ func policyFor(driver string) Policy {
 		return PolicyAMDGPU
 	case neuronDriver:
 		return PolicyNeuron
+	case "xe":
+		return PolicyXe
+	case "vfio-pci":
+		return PolicyVFIO
+	case "i915":
+		return PolicyI915
 	}
 	return PolicyKernel
 }
@@ -117,26 +123,87 @@ func (t *Topology) applyPolicy(ru *kernelRules, v *Verdict, p, c *Function) {
 		}
 	case PolicyNVIDIA:
 		t.nvidiaPolicy(v, p, c)
+		if v.Rule == RuleNoP2PDMA {
+			v.addReason("The nvidia driver never asks p2pdma, so a kernel without PCI_P2PDMA does not change its answer.")
+		}
 	case PolicyNeuron:
 		v.Outcome = OutcomeP2P
 		v.addReason("The Neuron driver exports the device memory and lets any importer attach (one at a time) without consulting the kernel's p2pdma check (aws-neuron-driver ndmabuf_attach), so the NIC's DMA goes straight to the Neuron device.")
+		if v.Rule == RuleNoP2PDMA {
+			v.addReason("A kernel without PCI_P2PDMA does not change that.")
+		}
+	case PolicyXe:
+		xePolicy(ru, v, c)
+	case PolicyVFIO:
+		vfioPolicy(ru, v, c)
+	case PolicyI915:
+		v.Outcome = OutcomeBounced
+		v.addReason("i915 moves every buffer it exports to system memory when an importer attaches (i915_gem_dmabuf_attach migrates device memory to SMEM, or refuses a buffer that cannot move): registration succeeds and the NIC's DMA bounces through host memory.")
 	default:
 		if v.MapType.Supported() {
 			v.Outcome = OutcomeP2P
 		} else {
 			v.Outcome = OutcomeRefused
 		}
-		if driver == "vfio-pci" && !ru.Release.AtLeast(release619) && !ru.Release.IsLatest() {
-			if v.explain {
-				v.reasonf("vfio-pci exports BAR memory as dma-bufs from Linux 6.19 (P2PDMA providers); in %s it exports none, and the kernel's check would apply.", ru.Release)
-			}
-		} else if driver != "" {
+		switch {
+		case driver == "habanalabs":
+			v.addReason("habanalabs asks the kernel's check at attach and, when it fails, marks the attachment non-P2P, whose mapping it then refuses (EPERM): it applies the kernel's check as it is.")
+		case driver != "":
 			if v.explain {
 				v.reasonf("The exporter (%s) applies the kernel's check as it is.", driver)
 			}
-		} else {
+		default:
 			v.addReason("No driver is bound to the provider; an exporter would apply the kernel's check.")
 		}
+	}
+}
+
+// xePolicy is Intel xe's exporter rule (xe_dma_buf.c): attach asks the
+// kernel's check and turns a failure into a non-P2P attachment; a buffer
+// of such an attachment, or one an importer pins before 6.19, is moved to
+// system memory (TT).
+func xePolicy(ru *kernelRules, v *Verdict, c *Function) {
+	switch {
+	case !v.MapType.Supported():
+		v.Outcome = OutcomeBounced
+		v.addReason("xe does not refuse: the kernel's check failed, so it marks the attachment non-P2P and moves the buffer to system memory (TT); registration succeeds and the NIC's DMA bounces through host memory.")
+	case pinsDmabuf(c) && !ru.XePinnedVRAM:
+		v.Outcome = OutcomeBounced
+		if v.explain {
+			v.reasonf("The kernel allows the peer, but xe in Linux %s moves every buffer an importer pins (an RDMA NIC such as EFA pins its dma-buf MRs) to system memory (TT); it keeps it in VRAM for P2P importers from 6.19 (df636bf28366). Registration succeeds and the NIC's DMA bounces through host memory.", ru.Release)
+		}
+	default:
+		v.Outcome = OutcomeP2P
+		v.addReason("xe exports the memory and keeps it in VRAM for a peer the kernel allows, also when the importer pins it (6.19 and later).")
+	}
+}
+
+// vfioPolicy is vfio-pci's exporter rule for BAR dma-bufs
+// (vfio_pci_dmabuf.c): none before 6.19; then only for importers that can
+// let go of their mappings, which an RDMA NIC's pinned registration
+// cannot; a mapping goes through the kernel's p2pdma check.
+func vfioPolicy(ru *kernelRules, v *Verdict, c *Function) {
+	switch {
+	case !ru.VFIODmabuf:
+		v.Outcome = OutcomeRefused
+		if v.explain {
+			v.reasonf("vfio-pci exports BAR memory as dma-bufs from Linux 6.19 (5d74781ebc86); in %s it exports none, so there is nothing to register.", ru.Release)
+		}
+	case v.Rule == RuleNoP2PDMA:
+		v.Outcome = OutcomeRefused
+		v.addReason("vfio-pci's dma-buf export needs PCI_P2PDMA (VFIO_PCI_DMABUF depends on it): this kernel has none.")
+	case pinsDmabuf(c) && !ru.VFIORevocable:
+		v.Outcome = OutcomeRefused
+		v.addReason("vfio-pci refuses an importer that pins its buffer (dma_buf_pin fails with EOPNOTSUPP, 61ceaf236115), as an RDMA NIC's dma-buf MR does: revoking the BAR (reset, close) could not take it back.")
+	case pinsDmabuf(c):
+		v.Outcome = OutcomeRefused
+		v.addReason("vfio-pci takes pinned importers only when they can revoke their mappings (dma_buf_attach_revocable, 0b45a66ffb1e); an RDMA NIC's pinned dma-buf MR (ib_umem_dmabuf_get_pinned) cannot, so attach fails with EOPNOTSUPP.")
+	case v.MapType.Supported():
+		v.Outcome = OutcomeP2P
+		v.addReason("vfio-pci exports the BAR and maps it for a peer the kernel's p2pdma check allows.")
+	default:
+		v.Outcome = OutcomeRefused
+		v.addReason("vfio-pci maps its BAR only for a peer the kernel's p2pdma check allows: refused.")
 	}
 }
 
@@ -157,8 +224,8 @@ func (t *Topology) nvidiaPolicy(v *Verdict, p, c *Function) {
 	// Coherent GPUs allow first; reading the device ID is left for when the
 	// answer depends on it.
 	coherent := func() (string, bool) {
-		at, _ := p.Attrs()
-		name, ok := nvidiaCoherentGPUs[at.Device]
+		_, device, _ := p.ids()
+		name, ok := nvidiaCoherentGPUs[device]
 		return name, ok
 	}
 	if ver, ok := t.driverVersion("nvidia"); ok && modversion.Less(ver, nvidiaFirstTopologyCheck) {

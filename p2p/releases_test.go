@@ -80,22 +80,27 @@ func TestRulesByRelease(t *testing.T) {
 	}{{
 		// GPU 19:00.0 (root bus 16, under a switch) and EFA 1e:00.0 (root
 		// port of the same root bus): no common ancestor, through the
-		// host bridge whose first device is 16:00.0 8086:09a2.
+		// host bridge whose first device is 16:00.0 8086:09a2. The GPU is
+		// xe's: refused by the kernel, xe bounces; allowed, it bounces a
+		// buffer the EFA pins before 6.19 and keeps it in VRAM after.
 		model: "intel-icelake-2rootbus", provider: "0000:19:00.0", client: "0000:1e:00.0",
 		want: map[string]relWant{
-			"5.4.0-216-generic":  {nots, ref, p2p.RuleHostBridge, "8086:09a2"},
-			"5.15.0-131-generic": {nots, ref, p2p.RuleHostBridge, "8086:09a2"},
-			"6.1.0-28-amd64":     {thru, pp, p2p.RuleWhitelist, "Ice Lake"},
-			"6.8.0-51-generic":   {thru, pp, p2p.RuleWhitelist, ""},
+			"5.4.0-216-generic":  {nots, bnc, p2p.RuleHostBridge, "8086:09a2"},
+			"5.15.0-131-generic": {nots, bnc, p2p.RuleHostBridge, "8086:09a2"},
+			"6.1.0-28-amd64":     {thru, bnc, p2p.RuleWhitelist, "Ice Lake"},
+			"6.8.0-51-generic":   {thru, bnc, p2p.RuleWhitelist, "6.19 (df636bf28366)"},
+			"6.18.3":             {thru, bnc, p2p.RuleWhitelist, ""},
+			"6.19.0":             {thru, pp, p2p.RuleWhitelist, "keeps it in VRAM"},
 			"latest":             {thru, pp, p2p.RuleWhitelist, ""},
 		},
 	}, {
-		// Under one switch with no ACS: BUS_ADDR whatever the release.
+		// Under one switch with no ACS: BUS_ADDR whatever the release;
+		// xe keeps the pinned buffer in VRAM from 6.19.
 		model: "intel-icelake-2rootbus", provider: "0000:19:00.0", client: "0000:1a:00.0",
 		want: map[string]relWant{
-			"5.4.0": {bus, pp, p2p.RuleCommonBridge, ""}, "5.15.0": {bus, pp, p2p.RuleCommonBridge, ""},
-			"6.1.0": {bus, pp, p2p.RuleCommonBridge, ""}, "6.8.0": {bus, pp, p2p.RuleCommonBridge, ""},
-			"latest": {bus, pp, p2p.RuleCommonBridge, ""},
+			"5.4.0": {bus, bnc, p2p.RuleCommonBridge, ""}, "5.15.0": {bus, bnc, p2p.RuleCommonBridge, ""},
+			"6.1.0": {bus, bnc, p2p.RuleCommonBridge, ""}, "6.8.0": {bus, bnc, p2p.RuleCommonBridge, ""},
+			"6.19.0": {bus, pp, p2p.RuleCommonBridge, ""}, "latest": {bus, pp, p2p.RuleCommonBridge, ""},
 		},
 	}, {
 		// AMD Zen 2 (host bridge 1022:1480), amdgpu GPU 03:00.0 behind a
@@ -177,24 +182,36 @@ func TestRulesByRelease(t *testing.T) {
 		},
 	}, {
 		// Devicetree host controllers whose root ports (1ae0 at 00.0)
-		// stand for the host bridges: Google's entry arrives in 7.1.
+		// stand for the host bridges: Google's entry arrives in 7.1. The
+		// GPU is vfio-pci's, whose BAR dma-bufs (6.19) never go to an
+		// importer that pins, as the EFA does: refused in every release.
 		model: "arm64-devicetree", provider: "0000:01:00.0", client: "0001:01:00.0",
 		want: map[string]relWant{
 			"5.4.0":  {nots, ref, p2p.RuleHostBridge, ""},
 			"6.1.0":  {nots, ref, p2p.RuleHostBridge, ""},
 			"6.8.0":  {nots, ref, p2p.RuleHostBridge, "vfio-pci exports BAR memory as dma-bufs from Linux 6.19"},
-			"7.1.3":  {thru, pp, p2p.RuleWhitelist, "Google"},
-			"latest": {thru, pp, p2p.RuleWhitelist, ""},
+			"6.19.0": {nots, ref, p2p.RuleHostBridge, ""},
+			"7.1.3":  {thru, ref, p2p.RuleWhitelist, "revoke their mappings"},
+			"latest": {thru, ref, p2p.RuleWhitelist, ""},
 		},
 	}, {
-		// Skylake-SP Root Port C first on its root bus, at devfn 02.0.
+		// The same pair in 6.19: the path is refused by the kernel, and
+		// vfio-pci refuses the pinned importer anyway (its pin fails).
+		model: "arm64-devicetree", provider: "0000:01:00.0", client: "0000:01:00.0",
+		want: map[string]relWant{
+			"6.8.0":  {bus, ref, p2p.RuleSameFunction, "exports none"},
+			"6.19.0": {bus, pp, p2p.RuleSameFunction, "maps it for a peer"},
+		},
+	}, {
+		// Skylake-SP Root Port C first on its root bus, at devfn 02.0;
+		// xe bounces what the EFA pins until 6.19.
 		json: skylakeRootPorts, provider: "0000:18:00.0", client: "0000:19:00.0",
 		want: map[string]relWant{
-			"5.4.0":  {nots, ref, p2p.RuleHostBridge, "not devfn 00.0"},
-			"5.15.0": {nots, ref, p2p.RuleHostBridge, "not devfn 00.0"},
-			"5.19.0": {thru, pp, p2p.RuleWhitelist, "Root Port C"},
-			"6.1.0":  {thru, pp, p2p.RuleWhitelist, ""},
-			"6.8.0":  {thru, pp, p2p.RuleWhitelist, ""},
+			"5.4.0":  {nots, bnc, p2p.RuleHostBridge, "not devfn 00.0"},
+			"5.15.0": {nots, bnc, p2p.RuleHostBridge, "not devfn 00.0"},
+			"5.19.0": {thru, bnc, p2p.RuleWhitelist, "Root Port C"},
+			"6.1.0":  {thru, bnc, p2p.RuleWhitelist, ""},
+			"6.8.0":  {thru, bnc, p2p.RuleWhitelist, ""},
 			"latest": {thru, pp, p2p.RuleWhitelist, ""},
 		},
 	}, {

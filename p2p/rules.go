@@ -37,8 +37,21 @@ var (
 	release615 = Release{Major: 6, Minor: 15}
 	// release619: P2PDMA providers (pcim_p2pdma_provider) let exporters
 	// such as vfio-pci hand out BAR memory as dma-bufs; the distance rule
-	// itself is unchanged (PCI tree, drivers/pci/p2pdma.c, 2026).
+	// itself is unchanged (PCI tree, drivers/pci/p2pdma.c, 2026). vfio-pci
+	// exports them (5d74781ebc86, "vfio/pci: Add dma-buf export support
+	// for MMIO regions") but refuses a pinned importer (61ceaf236115,
+	// "vfio: Prevent from pinned DMABUF importers to attach to VFIO
+	// DMABUF", 6.19-rc8). xe keeps a buffer pinned by P2P importers in
+	// VRAM (df636bf28366, "drm/xe/dma-buf: Allow pinning of p2p
+	// dma-buf", drm-xe-next for 6.19); before, its pin moves every buffer
+	// to system memory (TT).
 	release619 = Release{Major: 6, Minor: 19}
+	// release70: vfio-pci lets pinned importers attach when they can
+	// revoke their mappings (0b45a66ffb1e, "vfio: Permit VFIO to work
+	// with pinned importers", with 588650a367b0 "dma-buf: Add
+	// dma_buf_attach_revocable()"); an RDMA NIC's pinned umem
+	// (ib_umem_dmabuf_get_pinned) cannot, so it stays refused.
+	release70 = Release{Major: 7, Minor: 0}
 )
 
 // kernelRules are the p2pdma rules of one kernel release.
@@ -60,6 +73,10 @@ type kernelRules struct {
 	// AMDGPUPinnedVRAM: amdgpu keeps a pinned buffer in VRAM for a
 	// P2P-capable importer (6.15).
 	AMDGPUPinnedVRAM bool
+	// XePinnedVRAM: xe does the same (6.19); VFIODmabuf: vfio-pci exports
+	// BAR memory as dma-bufs (6.19); VFIORevocable: it takes pinned
+	// importers that can revoke (7.0).
+	XePinnedVRAM, VFIODmabuf, VFIORevocable bool
 	// Unmodelled is set for a release older than the oldest modelled one
 	// (5.4): the verdict takes 5.4's rules and says it is uncertain.
 	Unmodelled bool
@@ -76,6 +93,9 @@ func rulesFor(r Release) *kernelRules {
 		CPURule:          r.AtLeast(release59),
 		RootPortAnyDevfn: r.AtLeast(release519),
 		AMDGPUPinnedVRAM: r.AtLeast(release615),
+		XePinnedVRAM:     r.AtLeast(release619),
+		VFIODmabuf:       r.AtLeast(release619),
+		VFIORevocable:    r.AtLeast(release70),
 		HMAT:             r.HMAT(),
 		Unmodelled:       !r.AtLeast(rel54),
 	}

@@ -56,6 +56,12 @@ func openAttr(path string) (int, error) {
 	return fd, nil
 }
 
+// openRegular is openStat returning the file's size alone.
+func openRegular(path string, dir bool) (fd int, size int64, err error) {
+	fd, st, err := openStat(path, dir)
+	return fd, st.Size, err
+}
+
 // openStat opens path for reading without blocking and checks that it is
 // a regular file (a directory when dir is set), returning its status. The
 // caller closes fd.

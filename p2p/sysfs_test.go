@@ -41,7 +41,10 @@ var (
 )
 
 // TestUnprivileged reads the tree as a process without CAP_SYS_ADMIN sees
-// it: ACS is unknown, the verdict takes the kernel-safe branch and says so.
+// it: ACS is unknown, the verdict takes the kernel-safe branch and says so;
+// on p5.48xlarge the outcome is the same either way (the AMD CPU rule
+// allows the assumed detour, and NVIDIA's exporter does not ask the kernel),
+// so it is certain, and not exact.
 func TestUnprivileged(t *testing.T) {
 	_, dir := writeModel(t, "p5.48xlarge", models.WriteOptions{ConfigBytes: 64})
 	o, _ := openOracle(t, dir)
@@ -49,8 +52,11 @@ func TestUnprivileged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.MapType != p2p.MapThruHostBridge || v.Distance != 4 || v.Certain {
-		t.Errorf("got %s distance %d certain %v; want THRU_HOST_BRIDGE 4 uncertain (the AMD CPU allows the assumed detour)", v.MapType, v.Distance, v.Certain)
+	if v.MapType != p2p.MapThruHostBridge || v.Distance != 4 || v.Exact || !v.Certain || v.Outcome != p2p.OutcomeP2P {
+		t.Errorf("got %s distance %d exact %v certain %v %s; want THRU_HOST_BRIDGE 4, not exact, certain p2p", v.MapType, v.Distance, v.Exact, v.Certain, v.Outcome)
+	}
+	if len(v.Unread) != 1 || !strings.HasPrefix(v.Unread[0], "the ACS state of 0000:53:00.0") || !strings.Contains(v.Reason, "does not matter") {
+		t.Errorf("unread %q, reason: %s", v.Unread, v.Reason)
 	}
 	// Every function on the path, the common ancestor included, is unknown.
 	want := "0000:53:00.0 0000:46:05.0 0000:45:00.0 0000:4f:00.0 0000:46:01.0"
@@ -67,10 +73,73 @@ func TestUnprivileged(t *testing.T) {
 	if !strings.Contains(v.Reason, "efap2p export") || !strings.Contains(v.Reason, "CAP_SYS_ADMIN") {
 		t.Errorf("reason does not say how to get a certain answer: %s", v.Reason)
 	}
-	// Across switches nothing depends on ACS: still certain.
+	// Across switches nothing depends on ACS: exact.
 	v, err = o.Verdict(p5GPU, p2p.MustParseAddr("0000:c6:00.0"))
-	if err != nil || !v.Certain || v.MapType != p2p.MapThruHostBridge {
+	if err != nil || !v.Certain || !v.Exact || v.MapType != p2p.MapThruHostBridge {
 		t.Errorf("cross-switch verdict: %+v, %v", v, err)
+	}
+}
+
+// TestUnprivilegedWhereItMatters: on intel-acs-switch (Broadwell-EP, not
+// whitelisted, no CPU rule) an unknown ACS state decides between BUS_ADDR
+// (below the switch) and NOT_SUPPORTED (through the host bridge). Worked
+// out by hand for each exporter and release:
+//   - amdgpu 03:00.0 <- EFA 04:00.0, Linux 6.8: NOT_SUPPORTED bounces, and
+//     BUS_ADDR bounces too (amdgpu before 6.15 moves what a pinning
+//     importer maps to system memory): certain, bounced;
+//   - the same pair on Linux 6.15 (amdgpu keeps a pinned buffer in VRAM
+//     for a peer the kernel allows; 8086:6f00 is not yet whitelisted):
+//     BUS_ADDR would be p2p: uncertain;
+//   - mlx5 07:00.1 <- 07:00.0 (the kernel's own check), Linux 6.8:
+//     refused or p2p: uncertain.
+func TestUnprivilegedWhereItMatters(t *testing.T) {
+	_, dir := writeModel(t, "intel-acs-switch", models.WriteOptions{ConfigBytes: 64})
+	gpu, efa := p2p.MustParseAddr("0000:03:00.0"), p2p.MustParseAddr("0000:04:00.0")
+	mlx0, mlx1 := p2p.MustParseAddr("0000:07:00.0"), p2p.MustParseAddr("0000:07:00.1")
+	for _, tt := range []struct {
+		kernel      string
+		prov, cli   p2p.Addr
+		certain     bool
+		outcome     p2p.Outcome
+		reasonWords string
+	}{
+		{"6.8.0-51-generic", gpu, efa, true, p2p.OutcomeBounced, "does not matter"},
+		{"6.15.0", gpu, efa, false, p2p.OutcomeBounced, "p2p where it gives BUS_ADDR"},
+		{"6.8.0-51-generic", mlx1, mlx0, false, p2p.OutcomeRefused, "p2p where it gives BUS_ADDR"},
+	} {
+		src, err := p2p.OpenSysfs(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := p2p.NewOracleWith(p2p.NewTopology(src), p2p.Options{Kernel: p2p.MustParseRelease(tt.kernel)})
+		v, err := o.Verdict(tt.prov, tt.cli)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.MapType != p2p.MapNotSupported || v.Exact || v.Certain != tt.certain || v.Outcome != tt.outcome || !strings.Contains(v.Reason, tt.reasonWords) {
+			t.Errorf("%s %s <- %s: %s exact %v certain %v %s; want NOT_SUPPORTED, not exact, certain %v, %s, reason saying %q:\n%s",
+				tt.kernel, tt.prov, tt.cli, v.MapType, v.Exact, v.Certain, v.Outcome, tt.certain, tt.outcome, tt.reasonWords, v.Reason)
+		}
+		if !tt.certain && !strings.Contains(v.Reason, "depends on the ACS state of") {
+			t.Errorf("%s: the reason does not name what decides: %s", tt.kernel, v.Reason)
+		}
+	}
+	// Across root buses ACS does not count. The provider's root bus 80
+	// has root port 80:02.0 (8086:6f04) as its first function, whose port
+	// type is hidden: were it a root port, its IDs are in no whitelist of
+	// 6.15; were it not, the bus has no host bridge the whitelist could
+	// match. NOT_SUPPORTED either way: exact, and amdgpu bounces.
+	src, err := p2p.OpenSysfs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := p2p.NewOracleWith(p2p.NewTopology(src), p2p.Options{Kernel: p2p.MustParseRelease("6.15.0")})
+	v, err := o.Verdict(p2p.MustParseAddr("0000:83:00.0"), efa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.MapType != p2p.MapNotSupported || !v.Exact || !v.Certain || v.Outcome != p2p.OutcomeBounced || !strings.Contains(v.Reason, "whether or not 0000:80:02.0") {
+		t.Errorf("83:00.0 <- 04:00.0: %s exact %v certain %v %s: %s", v.MapType, v.Exact, v.Certain, v.Outcome, v.Reason)
 	}
 }
 

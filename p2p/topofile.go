@@ -52,6 +52,9 @@ type TopoMachine struct {
 	// Kernel is the kernel release the verdicts were decided for (uname
 	// -r); "" for a file meant for any kernel.
 	Kernel string `json:"kernel"`
+	// KernelConfig is whether that kernel has PCI_P2PDMA, as the writer
+	// found out (absent when it could not tell).
+	KernelConfig *KernelConfig `json:"kernel_config,omitempty"`
 	// BootID binds a file written at boot to that boot
 	// (/proc/sys/kernel/random/boot_id): a reader of another boot ignores
 	// it. "" for an operator's file, which outlives boots.
@@ -286,6 +289,9 @@ func ParseTopologyFile(data []byte, name string) (*TopologyFile, error) {
 			return nil, topoErrorf(nil, "%s:%d: machine.functions[%d]: id %q is not vendor:device in hex", name, lineOfIndex(data, "machine", "functions", i), i, f.ID)
 		}
 	}
+	if k := tf.Machine.KernelConfig; k != nil && k.P2PDMA == BuiltUnknown {
+		return nil, topoErrorf(nil, "%s:%d: machine.kernel_config: pci_p2pdma is \"y\" or \"n\" (leave kernel_config out when it is not known)", name, lineOfIndex(data, "", "machine", 0))
+	}
 	// a 64-bit key hashes fast: a file may hold hundreds of thousands
 	seen := make(map[uint64]struct{}, len(tf.Pairs))
 	wide := map[pair]struct{}{}
@@ -420,6 +426,13 @@ func (tf *TopologyFile) Marshal() ([]byte, error) {
 	b = append(b, hb[:len(hb)-2]...) // without the closing brace
 	b = append(b, ",\n  \"machine\": {\n    \"kernel\": "...)
 	b = strconv.AppendQuote(b, tf.Machine.Kernel)
+	if k := tf.Machine.KernelConfig; k != nil {
+		kb, err := json.MarshalIndent(k, "    ", "  ")
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(b, ",\n    \"kernel_config\": "...), kb...)
+	}
 	if tf.Machine.BootID != "" {
 		b = append(b, ",\n    \"boot_id\": "...)
 		b = strconv.AppendQuote(b, tf.Machine.BootID)
@@ -486,6 +499,7 @@ type topoIndex struct {
 	// dma-buf's candidates, of every driver) have none, and a small map
 	// answers them before the large one is hashed into
 	providers map[Addr]struct{}
+	kconfig   *KernelConfig // what the writer knew of the kernel's config
 }
 
 // pair returns the recorded pair (provider, client), or nil.
@@ -507,7 +521,7 @@ func (ix *topoIndex) pair(provider, client Addr) *TopoPair {
 
 func newTopoIndex(tf *TopologyFile, name string) *topoIndex {
 	ix := &topoIndex{name: name, tf: tf, pairs: make(map[uint64]int32, len(tf.Pairs)), wide: map[pair]int32{},
-		blocked: map[Addr]*TopoNIC{}, providers: map[Addr]struct{}{}}
+		blocked: map[Addr]*TopoNIC{}, providers: map[Addr]struct{}{}, kconfig: tf.Machine.KernelConfig}
 	for i := range tf.Pairs {
 		p := &tf.Pairs[i]
 		ix.providers[p.Provider] = struct{}{}
@@ -534,8 +548,11 @@ func (ix *topoIndex) verdict(tp *TopoPair, explain bool) *Verdict {
 		Provider: tp.Provider, Client: tp.Client,
 		MapType: tp.MapType, Distance: tp.Distance, Path: tp.Path,
 		Rule: RuleTopologyFile, ACSRedirect: append([]Addr{}, tp.ACSRedirect...),
-		Certain: true, Policy: tp.Policy, Outcome: tp.Outcome,
+		Exact: true, Certain: true, Policy: tp.Policy, Outcome: tp.Outcome,
 		Source: SourceTopologyFile, fig: fixedFigures(tp.BandwidthMBs, tp.LatencyNs), explain: explain,
+	}
+	if ix.kconfig != nil {
+		v.KernelP2PDMA = ix.kconfig.P2PDMA
 	}
 	if explain {
 		v.Reason = fmt.Sprintf("The topology file %s records this pair as %s (%s, distance %d).", ix.name, tp.Outcome, tp.MapType, tp.Distance)

@@ -29,27 +29,40 @@ type Attrs struct {
 
 // IsAccelerator reports whether the function is a GPU or an accelerator
 // whose memory a NIC would DMA into: PCI class 0x03 (display) or 0x12
-// (processing accelerator), or an AWS Neuron device (Inferentia,
-// Trainium) whatever its class.
+// (processing accelerator), but not a display controller that is only a
+// framebuffer (a hypervisor's or a BMC's VGA), or an AWS Neuron device
+// (Inferentia, Trainium) whatever its class.
 func (a Attrs) IsAccelerator() bool {
-	return pciclass.IsAccelerator(a.Class) || pciclass.IsNeuron(a.Vendor, a.Device)
+	return pciclass.IsAccelerator(a.Class, a.Vendor, a.Device)
 }
 
 // isAccelerator reports an accelerator by class, reading the function's
-// IDs only for a class a Neuron device might have.
+// IDs only where the class does not decide (a display controller, a class
+// a Neuron device might have).
 func (f *Function) isAccelerator() bool {
 	c, err := f.Class()
 	if err != nil {
 		return false
 	}
-	if pciclass.IsAccelerator(c) {
-		return true
+	if accel, decided := pciclass.ByClass(c); decided {
+		return accel
 	}
-	if !pciclass.MaybeNeuron(c) {
-		return false
-	}
-	at, err := f.Attrs()
-	return err == nil && pciclass.IsNeuron(at.Vendor, at.Device)
+	v, d, err := f.ids()
+	return err == nil && pciclass.IsAccelerator(c, v, d)
+}
+
+// ids returns the function's vendor and device IDs, read once: alone where
+// the source can (two attributes, not all of Attrs), else from Attrs.
+func (f *Function) ids() (vendor, device uint16, err error) {
+	f.idsOnce.Do(func() {
+		if r, ok := extrasOf(f.src).(idReader); ok {
+			f.vendor, f.device, f.idsErr = r.FunctionIDs(f.Addr)
+			return
+		}
+		at, err := f.Attrs()
+		f.vendor, f.device, f.idsErr = at.Vendor, at.Device, err
+	})
+	return f.vendor, f.device, f.idsErr
 }
 
 // IsBridge reports a PCI-to-PCI bridge (class 0x0604).
@@ -187,6 +200,10 @@ type Function struct {
 	class     uint32
 	classErr  error
 
+	idsOnce        sync.Once
+	vendor, device uint16
+	idsErr         error
+
 	linkOnce  sync.Once
 	linkGTs   float64
 	linkWidth int
@@ -293,6 +310,10 @@ type Topology struct {
 type classEntry struct {
 	class uint32
 	err   error
+	// the IDs, when the scan read them (its class did not decide)
+	ids            bool
+	vendor, device uint16
+	idsErr         error
 }
 
 type hostBridgeEntry struct {
@@ -347,12 +368,34 @@ func (t *Topology) functionLocked(a Addr) (*Function, error) {
 			f = &Function{Addr: c, Upstream: up, Root: root, Depth: i, src: t.src}
 			if e, ok := t.classes[c]; ok {
 				f.classOnce.Do(func() { f.class, f.classErr = e.class, e.err })
+				if e.ids {
+					f.idsOnce.Do(func() { f.vendor, f.device, f.idsErr = e.vendor, e.device, e.idsErr })
+				}
 			}
 			t.fns[c] = f
 		}
 		up = f
 	}
 	return up, nil
+}
+
+// scanIDs reads a function's IDs for the accelerator scan, keeping them
+// for the Function made later (or giving its own, when it exists).
+func (t *Topology) scanIDs(a Addr) (uint16, uint16, error) {
+	t.mu.Lock()
+	f := t.fns[a]
+	t.mu.Unlock()
+	if f != nil {
+		return f.ids()
+	}
+	v, d, err := t.functionIDs(a)
+	t.mu.Lock()
+	if e, ok := t.classes[a]; ok {
+		e.ids, e.vendor, e.device, e.idsErr = true, v, d, err
+		t.classes[a] = e
+	}
+	t.mu.Unlock()
+	return v, d, err
 }
 
 // classOf returns a function's PCI class: its Function's when there is one,
@@ -375,7 +418,7 @@ func (t *Topology) classOf(a Addr) (uint32, error) {
 	if t.classes == nil {
 		t.classes = map[Addr]classEntry{}
 	}
-	t.classes[a] = classEntry{c, err}
+	t.classes[a] = classEntry{class: c, err: err}
 	t.mu.Unlock()
 	return c, err
 }
@@ -441,11 +484,13 @@ func (t *Topology) Accelerators() ([]*Function, error) {
 		if err != nil {
 			continue
 		}
-		if !t.extraAccel[a] && !pciclass.IsAccelerator(c) {
-			if !pciclass.MaybeNeuron(c) {
-				continue
+		if !t.extraAccel[a] {
+			accel, decided := pciclass.ByClass(c)
+			if !decided {
+				v, d, err := t.scanIDs(a)
+				accel = err == nil && pciclass.IsAccelerator(c, v, d)
 			}
-			if v, d, err := t.functionIDs(a); err != nil || !pciclass.IsNeuron(v, d) {
+			if !accel {
 				continue
 			}
 		}

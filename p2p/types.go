@@ -103,9 +103,12 @@ const (
 	RuleACPI
 	// RuleTopologyFile: an operator's topology file gave the verdict.
 	RuleTopologyFile
+	// RuleNoP2PDMA: the kernel is built without PCI_P2PDMA, so its
+	// pci_p2pdma_distance is the stub that refuses every pair.
+	RuleNoP2PDMA
 )
 
-var ruleNames = []string{"none", "same-function", "common-upstream-bridge", "cpu-supports-p2pdma", "host-bridge-whitelist", "host-bridge-not-whitelisted", "acpi-hmat-p2p", "topology-file"}
+var ruleNames = []string{"none", "same-function", "common-upstream-bridge", "cpu-supports-p2pdma", "host-bridge-whitelist", "host-bridge-not-whitelisted", "acpi-hmat-p2p", "topology-file", "kernel-without-p2pdma"}
 
 // String returns a short kebab-case name, as in `explain --json`.
 func (r Rule) String() string { return enumName(ruleNames, r, "Rule") }
@@ -128,7 +131,7 @@ type Policy uint8
 const (
 	PolicyUnknown Policy = iota
 	// PolicyKernel: the exporter applies the kernel's distance check and
-	// refuses on failure (xe, vfio-pci, unknown or absent drivers).
+	// refuses on failure (habanalabs; unknown or absent drivers).
 	PolicyKernel
 	// PolicyAMDGPU: amdgpu applies the kernel's check but on failure
 	// migrates the buffer to system memory instead of refusing.
@@ -138,16 +141,28 @@ const (
 	// PolicyNeuron: the AWS Neuron driver lets any importer attach (one
 	// at a time) without a topology check.
 	PolicyNeuron
+	// PolicyXe: Intel's xe applies the kernel's check at attach and, on
+	// failure, moves the buffer to system memory; a buffer an importer
+	// pins stays in VRAM only from 6.19.
+	PolicyXe
+	// PolicyVFIO: vfio-pci exports BAR memory as dma-bufs from 6.19, to
+	// importers that can give their mappings back (revoke); an RDMA NIC's
+	// pinned registration cannot.
+	PolicyVFIO
+	// PolicyI915: i915 moves every buffer it exports to system memory at
+	// attach.
+	PolicyI915
 )
 
-var policyNames = []string{"unknown", "kernel", "amdgpu", "nvidia", "neuron"}
+var policyNames = []string{"unknown", "kernel", "amdgpu", "nvidia", "neuron", "xe", "vfio-pci", "i915"}
 
-// String returns "kernel", "amdgpu", "nvidia" or "neuron".
+// String returns "kernel", "amdgpu", "nvidia", "neuron", "xe", "vfio-pci"
+// or "i915".
 func (p Policy) String() string { return enumName(policyNames, p, "Policy") }
 
 // ParsePolicy parses the names String returns.
 func ParsePolicy(s string) (Policy, error) {
-	return enumParse[Policy](policyNames, s, "policy", "kernel, amdgpu, nvidia or neuron")
+	return enumParse[Policy](policyNames, s, "policy", "kernel, amdgpu, nvidia, neuron, xe, vfio-pci or i915")
 }
 
 // MarshalText implements encoding.TextMarshaler.

@@ -38,10 +38,21 @@ type Verdict struct {
 	// direct path without redirecting it (p2p-hmat only; PCIe r7.0 table
 	// 6-11): the request can only go through the host bridge.
 	ACSBlocked []Addr `json:"acs_blocked,omitempty"`
-	// Certain is false when something the rule needs could not be read and
-	// the verdict took the kernel-safe branch (it assumed redirection and
-	// refused what it could not prove allowed).
+	// Exact is true when everything the kernel's rule needs was read, so
+	// that MapType and Rule are the kernel's own. When something could not
+	// be read (ACS state without root, the CPU, a host bridge), they are
+	// the kernel-safe branch: redirection assumed, and refused what could
+	// not be proven allowed; Unread names what was missing.
+	Exact bool `json:"exact"`
+	// Certain is true when Outcome is the same under every value what
+	// could not be read could have (always so when Exact): an unknown ACS
+	// state under an exporter that does not consult the kernel, or on a CPU
+	// whose rule allows the detour, does not make the answer uncertain.
 	Certain bool `json:"certain"`
+	// Unread names what the rule needed and could not read ("the ACS state
+	// of 0000:4e:00.0", "the CPU"); when Certain is false, it decides the
+	// outcome.
+	Unread []string `json:"unread,omitempty"`
 	// Whitelist is the host-bridge whitelist entry that allowed the path.
 	Whitelist *WhitelistEntry `json:"-"`
 	// Policy names the exporter rule that decided Outcome: kernel,
@@ -61,12 +72,22 @@ type Verdict struct {
 	// Kernel is the release whose rules decided the verdict ("latest" for
 	// the newest known, "p2p-hmat" with the HMAT P2P series).
 	Kernel Release `json:"kernel"`
+	// KernelP2PDMA is whether that kernel is built with PCI_P2PDMA: "y",
+	// "n" (then MapType is the stub's NOT_SUPPORTED for every pair), or
+	// "unknown" (the verdict is that of a kernel built with it).
+	KernelP2PDMA Built `json:"kernel_p2pdma"`
 	// Reason explains the verdict in a sentence or two; Hint, when set, is
 	// what an administrator can change (the kernel's own advice).
 	Reason string `json:"reason"`
 	Hint   string `json:"hint,omitempty"`
 
 	fig *figures // bandwidth and latency, worked out on first use
+
+	// alts are the map types the rule would give under the other values of
+	// what it could not read; undecidable is set when those cannot be
+	// listed (rules efap2p does not model).
+	alts        []MapType
+	undecidable bool
 	// explain: Reason and Hint are written (see Options.NoReasons).
 	explain bool
 }
@@ -109,6 +130,8 @@ func (v *Verdict) Clone() *Verdict {
 	c.ACSRedirect = slices.Clone(v.ACSRedirect)
 	c.ACSUnknown = slices.Clone(v.ACSUnknown)
 	c.ACSBlocked = slices.Clone(v.ACSBlocked)
+	c.Unread = slices.Clone(v.Unread)
+	c.alts = slices.Clone(v.alts)
 	if v.Whitelist != nil {
 		e := v.Whitelist.clone()
 		c.Whitelist = &e
@@ -158,12 +181,11 @@ func (v *Verdict) KernelDistance() int {
 // computeVerdict applies the kernel's calc_map_type_and_dist of the rules
 // ru to p and c; explain writes the verdict's Reason and Hint.
 func (t *Topology) computeVerdict(ru *kernelRules, p, c *Function, explain bool) *Verdict {
-	v := &Verdict{Provider: p.Addr, Client: c.Addr, Source: SourceComputed, Certain: true, ACSRedirect: []Addr{}, Kernel: ru.Release, explain: explain}
+	v := &Verdict{Provider: p.Addr, Client: c.Addr, Source: SourceComputed, Exact: true, Certain: true, ACSRedirect: []Addr{}, Kernel: ru.Release, explain: explain}
 	if ru.Unmodelled {
-		v.Certain = false
-		if explain {
-			v.addReason(fmt.Sprintf("Linux %s predates the rules efap2p models (5.4 and later): 5.4's are applied.", ru.Release))
-		}
+		v.Exact, v.undecidable = false, true
+		v.Unread = append(v.Unread, "the rules of Linux "+ru.Release.String())
+		v.reasonf("Linux %s predates the rules efap2p models (5.4 and later): 5.4's are applied.", ru.Release)
 	}
 	lca := commonAncestor(p, c)
 	if lca == nil {
@@ -209,10 +231,47 @@ func (t *Topology) computeVerdict(ru *kernelRules, p, c *Function, explain bool)
 	}
 	v.MapType = MapThruHostBridge
 	if len(v.ACSRedirect) == 0 && len(v.ACSBlocked) == 0 {
-		v.Certain = false
+		// Only unknown ACS states stand in the way: without redirection
+		// at any of them the traffic would turn around below lca.
+		v.assume(MapBusAddr, "the ACS state of "+joinAddrs(v.ACSUnknown, ", "))
 	}
 	t.hostBridgeCheck(ru, v, p, c, true)
 	return v
+}
+
+// assume records that the verdict took the kernel-safe branch because
+// what it names could not be read, and that alt is the map type the rule
+// gives under the other value.
+func (v *Verdict) assume(alt MapType, unread string) {
+	v.Exact = false
+	if !slices.Contains(v.alts, alt) {
+		v.alts = append(v.alts, alt)
+	}
+	if !slices.Contains(v.Unread, unread) {
+		v.Unread = append(v.Unread, unread)
+	}
+}
+
+// noP2PDMA turns a computed verdict into what a kernel built without
+// PCI_P2PDMA answers: pci_p2pdma_distance is the header's stub, -1 for
+// every pair, so the map type is NOT_SUPPORTED. The walked distance and
+// path stay (what the PCI path is), and the explanation keeps what a
+// kernel with p2pdma would have said.
+func noP2PDMA(v *Verdict, kc KernelConfig) {
+	would := ""
+	if v.explain {
+		would = fmt.Sprintf("Built with it, the kernel would answer %s (distance %d): %s", v.MapType, v.Distance, v.Reason)
+	}
+	v.MapType, v.Rule, v.Source, v.Certain = MapNotSupported, RuleNoP2PDMA, SourceComputed, true
+	// The stub answers without looking at the path: nothing unread matters.
+	v.Exact, v.undecidable, v.alts, v.Unread = true, false, nil, nil
+	v.Whitelist = nil
+	v.Reason, v.Hint = "", ""
+	if v.explain {
+		v.reasonf("This kernel is built without PCI_P2PDMA (%s): the kernel refuses every P2P mapping it is asked for; dma-buf exporters that ask it fall back (NOT_SUPPORTED, pci_p2pdma_distance -1).", kc.Source)
+		v.addReason(would)
+		v.Hint = "boot a kernel built with CONFIG_PCI_P2PDMA=y (no stock Debian 12 kernel is)"
+	}
 }
 
 func (v *Verdict) noteACS(f *Function) {
@@ -318,11 +377,19 @@ func (t *Topology) hostBridgeCheck(ru *kernelRules, v *Verdict, p, c *Function, 
 	default:
 		v.MapType = MapNotSupported
 		v.Rule = RuleHostBridge
-		if !d.bridge.known || !d.cpuKnown {
-			v.Certain = false
+		// What could not be read could have allowed the detour.
+		if !d.cpuKnown && ru.CPURule {
+			v.assume(MapThruHostBridge, "the CPU")
+		}
+		if !d.bridge.known {
+			what := "the host bridge of " + p.Root.String()
+			if p.Root != c.Root {
+				what = "the host bridges of " + p.Root.String() + " and " + c.Root.String()
+			}
+			v.assume(MapThruHostBridge, what)
 		}
 		if d.hmat != nil && !d.hmat.known {
-			v.Certain = false
+			v.assume(MapThruHostBridge, "the ACPI HMAT")
 		}
 	}
 	if v.explain {

@@ -169,6 +169,14 @@ func whitelisted(ru *kernelRules, hb HostBridge, sameHostBridge bool) hostBridge
 			return hostBridgeVerdict{known: true, why: hb.First.String() + ", the first function on " + hb.Root.String() + ", is not devfn 00.0 (a Root Port counts from Linux 5.19 only)"}
 		}
 		if !hb.PortTypeKnown {
+			// Not a root port: refused. A root port: its IDs decide. When
+			// they are in no entry, both give the same answer.
+			asPort := hb
+			asPort.PortTypeKnown, asPort.PortType = true, pcicfg.PortTypeRootPort
+			if v := whitelisted(ru, asPort, sameHostBridge); !v.ok {
+				v.why = "whether or not " + hb.First.String() + " (its config space is not readable) is a root port: " + v.why
+				return v
+			}
 			return hostBridgeVerdict{why: "cannot tell whether " + hb.First.String() + ", the first function on " + hb.Root.String() + ", is a root port: its config space is not readable"}
 		}
 		if hb.PortType != pcicfg.PortTypeRootPort {

@@ -6,12 +6,13 @@ bench_floor replays (see ctests/shim/bench_floor.c).
     floor-ops.py TRACE ROOT > OPS
 
 TRACE is `strace -f -qq -y -e trace=openat,read,pread64,readlinkat,
-getdents64,close` of `bench_shim cold`, which opens
+getdents64,close,fstat,newfstatat,statx` of `bench_shim cold`, which opens
 /nonexistent-efap2p-marker-cold-begin and -end around the answers; ROOT is
 the sysfs tree it read ($SYSFS_PATH). Kept: the calls on files of the tree
 between the markers, paths relative to ROOT; a file opened again after it
-was read and closed is replayed once (the minimal reads). Prints a summary
-on stderr.
+was read and closed is replayed once (the minimal reads); fstat and the
+like are left out. Prints a summary on stderr, and the traced calls on the
+tree by name ("traced close=247 newfstatat=0 ...").
 """
 import re
 import sys
@@ -89,6 +90,7 @@ def main():
     with open(trace) as f:
         lines = f.readlines()
     inside = False
+    counts = {}
     slots, free = {}, []
     nslots = 0
     groups = []  # per open: [path, [ops]]
@@ -106,6 +108,8 @@ def main():
         if not m:
             continue
         name, args, ret, retpath = m.group(1), args_of(m.group(2)), int(m.group(3)), m.group(4)
+        if root[:-1] in m.group(2):
+            counts[name] = counts.get(name, 0) + 1
         if name == "openat":
             path = args[1].strip('"')
             if not path.startswith(root):
@@ -160,6 +164,7 @@ def main():
         print(o)
     print(f"floor-ops: {kept} calls kept, {dropped} of files read twice dropped, "
           f"{len(seen)} files", file=sys.stderr)
+    print("traced " + " ".join(f"{k}={v}" for k, v in sorted(counts.items())), file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,10 @@ import "strings"
 // EmulatorEnv returns environ as a process inside an emulated host needs
 // it: SYSFS_PATH set to the tree at dir, EFAP2P_TOPOLOGY_ROOT too (the
 // emulated host's default topology files are dir/run/efap2p/topology.json
-// and dir/etc/efap2p/topology.json, never the real host's), the emulator
+// and dir/etc/efap2p/topology.json, never the real host's),
+// EFAP2P_KERNEL_CONFIG naming the tree's kernel.config (the emulated
+// kernel's build configuration, which the real host's /proc cannot tell),
+// the emulator
 // library lib appended to LD_PRELOAD (after whatever the caller preloads),
 // and any earlier SYSFS_PATH, EFASIM_CONFIG, EFAP2P_TOPOLOGY_ROOT or
 // variable named in drop removed. extra entries ("NAME=value") are
@@ -18,7 +21,7 @@ func EmulatorEnv(environ []string, dir, lib string, drop []string, extra ...stri
 	for _, kv := range environ {
 		name, value, _ := strings.Cut(kv, "=")
 		switch {
-		case name == "SYSFS_PATH", name == "EFASIM_CONFIG", name == "EFAP2P_TOPOLOGY_ROOT":
+		case name == "SYSFS_PATH", name == "EFASIM_CONFIG", name == "EFAP2P_TOPOLOGY_ROOT", name == "EFAP2P_KERNEL_CONFIG":
 			continue
 		case name == "LD_PRELOAD":
 			preload = strings.TrimSpace(value)
@@ -37,6 +40,6 @@ func EmulatorEnv(environ []string, dir, lib string, drop []string, extra ...stri
 	} else {
 		preload = lib
 	}
-	out = append(out, "SYSFS_PATH="+dir, "EFAP2P_TOPOLOGY_ROOT="+dir, "LD_PRELOAD="+preload)
+	out = append(out, "SYSFS_PATH="+dir, "EFAP2P_TOPOLOGY_ROOT="+dir, "EFAP2P_KERNEL_CONFIG="+dir+"/"+KernelConfigName, "LD_PRELOAD="+preload)
 	return append(out, extra...)
 }

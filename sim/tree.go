@@ -21,6 +21,12 @@ import (
 // verdicts.
 const EmulatorConfigName = "efasim.conf"
 
+// KernelConfigName is the file, at the root of an emulated host's tree,
+// that holds the emulated kernel's build configuration (what its
+// /boot/config-RELEASE says of PCI_P2PDMA); EmulatorEnv names it in
+// EFAP2P_KERNEL_CONFIG.
+const KernelConfigName = "kernel.config"
+
 // TreeOptions tune an emulated host's tree.
 type TreeOptions struct {
 	// WriteOptions tune the sysfs tree (models.Machine.Write).
@@ -33,13 +39,17 @@ type TreeOptions struct {
 
 // WriteTree writes the tree of an emulated host under dir (created if
 // needed): the model's sysfs tree (models.Machine.Write) and, at its root,
-// the emulator's configuration (EmulatorConfigName).
+// the emulator's configuration (EmulatorConfigName) and the kernel's
+// (KernelConfigName).
 func WriteTree(m *models.Machine, dir string, opt TreeOptions) error {
 	if err := m.Write(dir, opt.WriteOptions); err != nil {
 		return err
 	}
 	conf, err := emulatorConfig(m, opt)
 	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, KernelConfigName), []byte(m.KernelConfigFile()), 0o444); err != nil {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, EmulatorConfigName), []byte(conf), 0o444)
@@ -201,7 +211,9 @@ func emulatorConfig(m *models.Machine, opt TreeOptions) (string, error) {
 	}
 	// only outcomes: no reasons, and each pair once (not cached: a large
 	// machine has hundreds of thousands)
-	o := p2p.NewOracleWith(p2p.NewTopology(m.Source()), p2p.Options{Kernel: m.KernelRelease(), NoReasons: true})
+	opts := m.OracleOptions()
+	opts.NoReasons = true
+	o := p2p.NewOracleWith(p2p.NewTopology(m.Source()), opts)
 	for _, nic := range m.EFANICs() {
 		for _, f := range m.Functions() {
 			if f.IsBridge() || listed[[2]p2p.Addr{nic.Addr, f.Addr}] {

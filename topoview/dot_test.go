@@ -5,6 +5,7 @@ package topoview
 import (
 	"bytes"
 	"fmt"
+	"github.com/efap2p/efap2p/internal/pciclass"
 	"os/exec"
 	"strings"
 	"testing"
@@ -229,8 +230,7 @@ func TestTopoDOTModels(t *testing.T) {
 			out, p := topoDOT(t, name)
 			m, _ := models.Builtin(name)
 			for _, f := range m.Functions() {
-				base := uint32(f.Class) >> 16
-				if base != 0x02 && base != 0x03 && base != 0x12 {
+				if uint32(f.Class)>>16 != 0x02 && !pciclass.IsAccelerator(uint32(f.Class), uint16(f.Vendor), uint16(f.Device)) {
 					continue
 				}
 				id := strings.Trim(fnID(f.Addr), "\"")

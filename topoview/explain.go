@@ -3,6 +3,8 @@
 package topoview
 
 import (
+	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -29,6 +31,7 @@ func WriteExplain(out io.Writer, o *p2p.Oracle, src *p2p.Sysfs, v *p2p.Verdict) 
 	fmt.Fprintf(w, "outcome\t%s (dma-buf: p2pdma and the exporter's rule)\n", v.Outcome)
 	fmt.Fprintf(w, "peer memory\t%s\n", peerMemLine(v.PeerMem))
 	fmt.Fprintf(w, "kernel\t%s\n", v.Kernel)
+	fmt.Fprintf(w, "p2pdma\t%s\n", o.KernelConfig().Describe())
 	if bw := v.BandwidthMBs(); bw > 0 {
 		fmt.Fprintf(w, "bandwidth\t%d MB/s (narrowest link)\n", bw)
 	}
@@ -44,14 +47,68 @@ func WriteExplain(out io.Writer, o *p2p.Oracle, src *p2p.Sysfs, v *p2p.Verdict) 
 	if len(v.ACSUnknown) > 0 {
 		fmt.Fprintf(w, "acs unknown\t%s\n", addrList(v.ACSUnknown))
 	}
-	if !v.Certain {
-		fmt.Fprintf(w, "certain\tno: something the rule needs could not be read\n")
+	switch {
+	case !v.Certain:
+		fmt.Fprintf(w, "certain\tno: the outcome depends on %s, which could not be read\n", strings.Join(v.Unread, ", "))
+	case !v.Exact:
+		fmt.Fprintf(w, "certain\tyes, whatever %s is (the map type is the kernel-safe branch)\n", strings.Join(v.Unread, ", "))
 	}
 	w.Flush()
 	fmt.Fprintf(out, "\n%s\n", textwrap.Wrap(v.Reason, 78))
 	if v.Hint != "" {
 		fmt.Fprintf(out, "\nhint: %s\n", v.Hint)
 	}
+}
+
+// WriteAll writes the verdict of every ordered pair of functions that are
+// not PCI-to-PCI bridges, in address order (efap2p explain --all): the
+// pairs a kernel can be asked about, which kerneltruth compares with a
+// booted kernel's. asJSON writes one JSON object a line.
+func WriteAll(out io.Writer, o *p2p.Oracle, asJSON bool) error {
+	t := o.Topology()
+	addrs, err := t.Functions()
+	if err != nil {
+		return err
+	}
+	var ends []p2p.Addr
+	for _, a := range addrs {
+		f, err := t.Function(a)
+		if err != nil {
+			return err
+		}
+		at, err := f.Attrs()
+		if err != nil {
+			return fmt.Errorf("%s: %w", a, err)
+		}
+		if !at.IsBridge() {
+			ends = append(ends, a)
+		}
+	}
+	bw := bufio.NewWriter(out)
+	enc := json.NewEncoder(bw)
+	w := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
+	if !asJSON {
+		fmt.Fprintln(w, "PROVIDER\tCLIENT\tMAP TYPE\tDISTANCE\tPATH\tRULE\tPOLICY\tOUTCOME")
+	}
+	for _, p := range ends {
+		for _, c := range ends {
+			v, err := o.Verdict(p, c)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if err := enc.Encode(v); err != nil {
+					return err
+				}
+				continue
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", p, c, v.MapType, v.Distance, v.Path, v.Rule, v.Policy, v.Outcome)
+		}
+	}
+	if !asJSON {
+		w.Flush()
+	}
+	return bw.Flush()
 }
 
 // peerMemLine describes the peer-memory path.

@@ -108,6 +108,9 @@ func goConstants() map[string]int64 {
 		"EFADV_P2P_POLICY_AMDGPU":             abi.P2PPolicyAMDGPU,
 		"EFADV_P2P_POLICY_NVIDIA":             abi.P2PPolicyNVIDIA,
 		"EFADV_P2P_POLICY_NEURON":             abi.P2PPolicyNeuron,
+		"EFADV_P2P_POLICY_XE":                 abi.P2PPolicyXe,
+		"EFADV_P2P_POLICY_VFIO":               abi.P2PPolicyVFIO,
+		"EFADV_P2P_POLICY_I915":               abi.P2PPolicyI915,
 		"EFADV_P2P_PEER_MEM_UNKNOWN":          abi.P2PPeerMemUnknown,
 		"EFADV_P2P_PEER_MEM_NONE":             abi.P2PPeerMemNone,
 		"EFADV_P2P_PEER_MEM_NVIDIA":           abi.P2PPeerMemNVIDIA,
@@ -119,6 +122,7 @@ func goConstants() map[string]int64 {
 		"EFADV_P2P_SOURCE_TOPOLOGY_FILE":      abi.P2PSourceTopologyFile,
 		"EFADV_P2P_FLAG_UNCERTAIN":            abi.P2PFlagUncertain,
 		"EFADV_P2P_FLAG_AMBIGUOUS_PEER":       abi.P2PFlagAmbiguousPeer,
+		"EFADV_P2P_FLAG_ASSUMED":              abi.P2PFlagAssumed,
 	}
 }
 

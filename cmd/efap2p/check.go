@@ -15,6 +15,7 @@ import (
 
 	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/nodecheck"
+	"github.com/efap2p/efap2p/p2p"
 )
 
 func init() {
@@ -22,17 +23,20 @@ func init() {
 }
 
 const checkUsage = `Usage: efap2p check [--sysfs DIR] [--topology FILE] [--expect MODEL] [--kernel RELEASE]
-                    [--json | --format text|json|prometheus|line] [-o FILE]
+                    [--json | --format text|json|prometheus|line|nfd] [-o FILE]
 
 Tells whether GPUDirect RDMA works on this node: for every accelerator, the
 EFA NICs it gets true P2P DMA with (by dma-buf, or by the out-of-tree EFA
-driver's peer memory), and everything in the way, each with its fix: no EFA
-device or no accelerator, missing drivers and modules, the EFA driver in use
-and its peer-memory provider, a kernel too old for dma-buf registration,
+driver's peer memory), and everything in the way, each with its fix: an EFA
+device without an active port or unlisted by libibverbs, missing drivers and
+modules, the EFA driver in use and its peer-memory provider, a kernel too old
+for dma-buf registration,
 pairs the oracle refuses or bounces, a layout that differs from the machine
 model of the EC2 instance type (DMI product_name; --expect MODEL compares
 with a built-in model or a model file), and verdicts that cannot be vouched
-for (without root and without a topology file, ACS state is hidden).
+for (without root and without a topology file, ACS state is hidden, and
+matters only where it could change an outcome). A node without EFA devices or
+without accelerators (a CPU node) is "not applicable", which is healthy.
 
 Formats:
   text        for people (default)
@@ -41,10 +45,13 @@ Formats:
               and per finding (write it with -o DIR/efap2p.prom)
   line        one short line on stdout, for Kubernetes node-problem-detector
               custom plugins and Slurm health checks (docs/operators.md)
+  nfd         a node-feature-discovery feature file (features.d/efap2p):
+              efa.p2p=true, the status, the counts, the instance type
 
-Exit status: 0 all good, 1 degraded (findings), 2 bad usage, 3 could not tell
-(uncertain verdicts only, or the machine could not be read). In line mode the
-node-problem-detector protocol: 0 OK, 1 problem, 2 unknown (also bad usage).
+Exit status: 0 all good or not applicable, 1 degraded (findings), 2 bad usage,
+3 could not tell (uncertain verdicts only, or the machine could not be read).
+In line mode the node-problem-detector protocol: 0 OK (also not applicable), 1
+problem, 2 unknown (also bad usage).
 
 Options:
 `
@@ -76,7 +83,7 @@ func checkCommand(args []string, stdout, stderr io.Writer) error {
 	of := oracleFlags{stderr: stderr}
 	of.register(fs, true)
 	of.registerJSON(fs)
-	format := fs.String("format", "text", "output `FORMAT`: text, json, prometheus or line")
+	format := fs.String("format", "text", "output `FORMAT`: text, json, prometheus, line or nfd")
 	expect := fs.String("expect", "", "compare with machine `MODEL` (a built-in name, see 'efap2p sim list', or a model file)")
 	out := fs.String("o", "", "write the output to `FILE` (atomically: a textfile collector never reads half a file)")
 	if err := parseFlags(fs, args, checkUsage, stderr); err != nil {
@@ -93,13 +100,17 @@ func checkCommand(args []string, stdout, stderr io.Writer) error {
 		*format = "json"
 	}
 	switch *format {
-	case "text", "json", "prometheus", "line":
+	case "text", "json", "prometheus", "line", "nfd":
 	default:
-		return usagef("--format %q: want text, json, prometheus or line", *format)
+		return usagef("--format %q: want text, json, prometheus, line or nfd", *format)
 	}
 	opt := nodecheck.Options{}
-	if of.kernel != nil {
+	switch {
+	case of.kernel != nil:
 		opt.Kernel = *of.kernel
+	case os.Getenv(p2p.KernelEnv) != "":
+		// The verdicts follow $EFAP2P_KERNEL: so does every finding.
+		opt.Kernel, opt.KernelSource = os.Getenv(p2p.KernelEnv), "environment"
 	}
 	if *expect != "" {
 		m, err := loadExpect(*expect)
@@ -117,7 +128,7 @@ func checkCommand(args []string, stdout, stderr io.Writer) error {
 		case "prometheus":
 			// A textfile that says "could not tell" rather than a stale one.
 			var buf bytes.Buffer
-			failed := &nodecheck.Report{Status: nodecheck.StatusUnknown, ExitCode: 3}
+			failed := &nodecheck.Report{Status: nodecheck.StatusUnknown, ExitCode: 3, ToolVersion: toolVersion()}
 			if err := failed.WritePrometheus(&buf, time.Now()); err != nil {
 				return err
 			}
@@ -127,11 +138,14 @@ func checkCommand(args []string, stdout, stderr io.Writer) error {
 	}
 	var buf bytes.Buffer
 	code := report.ExitCode
+	report.ToolVersion = toolVersion()
 	switch *format {
 	case "json":
 		err = writeJSON(&buf, report)
 	case "prometheus":
 		err = report.WritePrometheus(&buf, time.Now())
+	case "nfd":
+		err = report.WriteNFD(&buf)
 	case "line":
 		buf.WriteString(report.Line() + "\n")
 		code = report.LineExitCode()
@@ -160,6 +174,7 @@ func checkNode(of *oracleFlags, opt nodecheck.Options) (*nodecheck.Report, error
 		return nil, err
 	}
 	opt.Oracle, opt.Root = o, src.Root()
+	opt.Userspace = userspaceDevices(src.Root())
 	opt.TopologyFile = of.topology
 	if opt.TopologyFile == "" {
 		opt.TopologyFile = os.Getenv("EFAP2P_TOPOLOGY")

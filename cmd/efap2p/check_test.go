@@ -46,7 +46,7 @@ func checkTrees(t *testing.T) map[string]string {
 	put("nic-removed", m, models.WriteOptions{})
 	var gpus []p2p.Addr
 	for _, f := range p5().Functions() {
-		if pciclass.IsAccelerator(uint32(f.Class)) {
+		if pciclass.IsAccelerator(uint32(f.Class), uint16(f.Vendor), uint16(f.Device)) {
 			gpus = append(gpus, f.Addr)
 		}
 	}
@@ -59,8 +59,27 @@ func checkTrees(t *testing.T) map[string]string {
 	m.Module("efa").P2P = &empty
 	m.Modules = slices.DeleteFunc(m.Modules, func(mod models.Module) bool { return mod.Name == "efa_nv_peermem" })
 	put("peer-memory-missing", m, models.WriteOptions{})
+	m = p5()
+	m.Function(p2p.MustParseAddr("0000:50:00.0")).EFA.PortState = "DOWN"
+	put("port-down", m, models.WriteOptions{})
+	cpu, err := models.Builtin("cpu-node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	put("cpu-node", cpu, models.WriteOptions{})
+	put("cpu-node-unprivileged", cpu, models.WriteOptions{ConfigBytes: 64})
+	// Where the hidden ACS state decides (with --kernel 6.15.0: amdgpu
+	// keeps VRAM for a peer the kernel allows, Broadwell is off the list).
+	acs, err := models.Builtin("intel-acs-switch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	put("uncertain", acs, models.WriteOptions{ConfigBytes: 64})
 	return trees
 }
+
+// uncertainKernel makes the "uncertain" tree's hidden ACS state matter.
+const uncertainKernel = "--kernel=6.15.0"
 
 func TestCheckExitCodes(t *testing.T) {
 	trees := checkTrees(t)
@@ -72,9 +91,15 @@ func TestCheckExitCodes(t *testing.T) {
 	}{
 		{"healthy", nil, 0, []string{"GPUDirect RDMA works on this node", "8 GPUs, each with true P2P to its 4 switch-local EFA NICs (p5.48xlarge)", "GPU7  ca:00.0 nvidia  P2P with 4/4 switch-local NICs: c6:00.0 c7:00.0 c8:00.0 c9:00.0", "No findings."}},
 		{"nic-removed", nil, 1, []string{"expected 32 EFA devices for p5.48xlarge, found 30: 0000:a6:00.0, 0000:a7:00.0 missing", "fix: "}},
-		{"no-accelerator", nil, 1, []string{"error no-accelerator", "no accelerator on this node"}},
+		// no accelerator is not a problem; missing the model's 8 is
+		{"no-accelerator", nil, 1, []string{"error accelerators-missing", "expected 8 accelerators for p5.48xlarge, found 0", "dma-buf: not judged"}},
 		{"peer-memory-missing", nil, 1, []string{"warning peer-memory-missing", "modprobe efa_nv_peermem"}},
-		{"unprivileged", nil, 3, []string{"could not tell", "unknown uncertain-verdicts", "P2P (uncertain)"}},
+		{"port-down", nil, 1, []string{"error efa-port-down", "0000:50:00.0 rdmap80s0 (port 1 DOWN)", "GPU0  53:00.0 nvidia  P2P with 3/4 switch-local NICs"}},
+		// without root the ACS state is hidden, and decides nothing here
+		{"unprivileged", nil, 0, []string{"GPUDirect RDMA works on this node", "256 pairs (256 computed), all certain", "No findings."}},
+		{"uncertain", []string{uncertainKernel}, 3, []string{"could not tell", "unknown uncertain-verdicts", "the ACS state of 0000:03:00.0", "P2P (uncertain)"}},
+		{"cpu-node", nil, 0, []string{"GPUDirect RDMA does not apply to this node", "not applicable: no EFA device and no accelerator", "dma-buf: not judged", "No findings."}},
+		{"cpu-node-unprivileged", nil, 0, []string{"GPUDirect RDMA does not apply to this node"}},
 		{"healthy", []string{"--expect", "p4d.24xlarge"}, 1, []string{"expected 8 accelerators for p4d.24xlarge, found 8: 0000:10:1c.0"}},
 		// before dma-buf registration (5.12), the out-of-tree EFA driver's
 		// peer-memory provider carries every pair
@@ -105,7 +130,7 @@ func TestCheckExitCodes(t *testing.T) {
 	}
 	// The textfile then says so, rather than going stale.
 	code, out, _ := runTool("check", "--sysfs", filepath.Join(trees["healthy"], "missing"), "--format", "prometheus")
-	if code != 3 || !strings.Contains(out, `efap2p_check_status{status="unknown",instance_type="",kernel=""} 3`) {
+	if code != 3 || !strings.Contains(out, "\nefap2p_check_status 3\n") {
 		t.Errorf("missing tree, prometheus: exit %d:\n%s", code, out)
 	}
 }
@@ -130,5 +155,28 @@ func TestCheckFirmwareBlockedNIC(t *testing.T) {
 	}
 	if !strings.Contains(out, "256 topology-file") {
 		t.Errorf("verdicts not from the topology file:\n%s", out)
+	}
+}
+
+// TestCheckKernelEnv: $EFAP2P_KERNEL, which the verdicts follow, is the
+// release every finding judges too (p4d.24xlarge's in-tree EFA driver
+// registers dma-buf memory from 5.16); --kernel still wins.
+func TestCheckKernelEnv(t *testing.T) {
+	m, err := models.Builtin("p4d.24xlarge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := m.Write(dir, models.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("EFAP2P_KERNEL", "5.10.0")
+	code, out, errs := runTool("check", "--sysfs", dir, "--json")
+	if code != 1 || !strings.Contains(out, `"kernel": "5.10.0"`) || !strings.Contains(out, `"kernel_source": "environment"`) || !strings.Contains(out, `"code": "kernel-dmabuf"`) {
+		t.Errorf("EFAP2P_KERNEL=5.10.0: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, _ = runTool("check", "--sysfs", dir, "--json", "--kernel", "6.8.0-1015-aws")
+	if strings.Contains(out, `"code": "kernel-dmabuf"`) || !strings.Contains(out, `"kernel_source": "option"`) {
+		t.Errorf("--kernel over EFAP2P_KERNEL: exit %d\n%s", code, out)
 	}
 }

@@ -71,7 +71,7 @@ func TestCheckPrometheus(t *testing.T) {
 	for _, name := range []string{"healthy", "nic-removed", "unprivileged", "no-accelerator"} {
 		file := filepath.Join(t.TempDir(), "efap2p.prom")
 		code, out, errs := runTool("check", "--sysfs", trees[name], "--format", "prometheus", "-o", file, checkKernel)
-		if out != "" || (code != 0) != (name != "healthy") {
+		if out != "" || (code != 0) != (name == "nic-removed" || name == "no-accelerator") {
 			t.Errorf("%s: exit %d, stdout %q, stderr %q", name, code, out, errs)
 		}
 		data, err := os.ReadFile(file)
@@ -89,8 +89,8 @@ func TestCheckPrometheus(t *testing.T) {
 		text := string(data)
 		switch name {
 		case "healthy":
-			if strings.Count(text, "\nefap2p_check_pair_p2p{") != 256 || !strings.Contains(text, `efap2p_check_pair_p2p{accelerator="0000:53:00.0",accelerator_name="GPU0",nic="0000:4f:00.0",ibdev="rdmap79s0",path="PIX",local="true",certain="true",dmabuf="p2p",peer_memory="p2p"} 1`) ||
-				!strings.Contains(text, `efap2p_check_status{status="ok",instance_type="p5.48xlarge",kernel="6.8.0-1015-aws"} 0`) {
+			if strings.Count(text, "\nefap2p_check_pair_p2p{") != 256 || !strings.Contains(text, `efap2p_check_pair_p2p{accelerator="0000:53:00.0",accelerator_name="GPU0",nic="0000:4f:00.0",ibdev="rdmap79s0"} 1`) ||
+				!strings.Contains(text, "\nefap2p_check_status 0\n") || !strings.Contains(text, `efap2p_check_info{version="devel",kernel="6.8.0-1015-aws",instance_type="p5.48xlarge",efa_driver="out-of-tree"} 1`) {
 				t.Errorf("healthy: pair gauges missing:\n%s", text)
 			}
 		case "nic-removed":
@@ -114,8 +114,12 @@ func TestCheckLineProtocol(t *testing.T) {
 		{[]string{"--sysfs", trees["healthy"]}, 0, "OK: 8 GPUs, each with true P2P to its 4 switch-local EFA NICs (p5.48xlarge)"},
 		{[]string{"--sysfs", trees["nic-removed"]}, 1, "PROBLEM efa-devices-missing: expected 32 EFA devices for p5.48xlarge, found 30"},
 		{[]string{"--sysfs", trees["peer-memory-missing"]}, 1, "PROBLEM peer-memory-missing: "},
-		{[]string{"--sysfs", trees["no-accelerator"]}, 1, "PROBLEM no-accelerator: "},
-		{[]string{"--sysfs", trees["unprivileged"]}, 2, "UNKNOWN uncertain-verdicts: "},
+		{[]string{"--sysfs", trees["no-accelerator"]}, 1, "PROBLEM accelerators-missing: expected 8 accelerators for p5.48xlarge, found 0"},
+		{[]string{"--sysfs", trees["unprivileged"]}, 0, "OK: 8 GPUs, each with true P2P to its 4 switch-local EFA NICs (p5.48xlarge)"},
+		{[]string{"--sysfs", trees["uncertain"], uncertainKernel}, 2, "UNKNOWN uncertain-verdicts: "},
+		{[]string{"--sysfs", trees["cpu-node"]}, 0, "OK: not applicable: no EFA device and no accelerator"},
+		{[]string{"--sysfs", trees["cpu-node-unprivileged"]}, 0, "OK: not applicable: no EFA device and no accelerator"},
+		{[]string{"--sysfs", trees["port-down"]}, 1, "PROBLEM efa-port-down: 1 EFA device without an active port"},
 		{[]string{"--sysfs", filepath.Join(trees["healthy"], "missing")}, 2, "UNKNOWN: "},
 		{[]string{"--sysfs", trees["healthy"], "--expect", "nonesuch"}, 2, "UNKNOWN: efap2p check: "},
 		{[]string{"--sysfs", trees["healthy"], "--bogus"}, 2, "UNKNOWN: efap2p check: "},
@@ -143,8 +147,8 @@ func TestCheckBinary(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	trees := checkTrees(t)
-	for tree, want := range map[string]int{"healthy": 0, "nic-removed": 1, "unprivileged": 2} {
-		cmd := exec.Command(bin, "check", "--format", "line", "--sysfs", trees[tree], checkKernel)
+	for tree, want := range map[string]int{"healthy": 0, "nic-removed": 1, "uncertain": 2, "cpu-node": 0} {
+		cmd := exec.Command(bin, "check", "--format", "line", "--sysfs", trees[tree], checkKernel, uncertainKernel)
 		var out bytes.Buffer
 		cmd.Stdout = &out
 		if err := cmd.Start(); err != nil {

@@ -92,3 +92,62 @@ func TestExplainPeerMemory(t *testing.T) {
 		t.Errorf("got %+v (peer_mem %+v)", v, v.PeerMem)
 	}
 }
+
+// TestExplainAll: --all answers every ordered pair of functions that are
+// not bridges, as the man page shows (efap2p explain --all --json). The
+// debian12-stock model has 11 functions, 6 of them PCI-to-PCI bridges (two
+// root ports, a switch's upstream and three downstream ports; the host
+// bridge at 00.0 is not one): 5 ends, 25 pairs, each the stub's
+// NOT_SUPPORTED on its kernel without PCI_P2PDMA.
+func TestExplainAll(t *testing.T) {
+	dir := writeTree(t, "debian12-stock")
+	cfg := dir + "/kernel.config"
+	code, out, errs := runTool("explain", "--all", "--json", "--sysfs", dir, "--kernel", "6.1.0-57-amd64", "--kernel-config", cfg)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if len(lines) != 25 {
+		t.Fatalf("%d lines, want 25 (5 functions that are not bridges, squared):\n%s", len(lines), out)
+	}
+	seen := map[string]bool{}
+	for _, l := range lines {
+		var v struct {
+			Provider, Client, MapType, Rule, KernelP2PDMA string
+		}
+		var raw map[string]any
+		if err := json.Unmarshal([]byte(l), &raw); err != nil {
+			t.Fatalf("not a JSON object a line: %v\n%s", err, l)
+		}
+		v.Provider, v.Client = raw["provider"].(string), raw["client"].(string)
+		v.MapType, v.Rule, v.KernelP2PDMA = raw["map_type"].(string), raw["rule"].(string), raw["kernel_p2pdma"].(string)
+		seen[v.Provider+" "+v.Client] = true
+		if v.MapType != "NOT_SUPPORTED" || v.Rule != "kernel-without-p2pdma" || v.KernelP2PDMA != "n" {
+			t.Errorf("%s -> %s: %s %s p2pdma %s; want the stub's NOT_SUPPORTED", v.Provider, v.Client, v.MapType, v.Rule, v.KernelP2PDMA)
+		}
+	}
+	if len(seen) != 25 || !seen["0000:00:00.0 0000:06:00.0"] || seen["0000:00:01.1 0000:04:00.0"] {
+		t.Errorf("pairs %v: want every ordered pair of the 5 non-bridge functions, no bridge", seen)
+	}
+	// Text: a header and one line a pair; the p2pdma line of a single
+	// explain says where the configuration was read.
+	code, out, _ = runTool("explain", "--all", "--sysfs", dir, "--kernel", "6.1.0-57-amd64", "--kernel-config", cfg)
+	if code != 0 || strings.Count(out, "\n") != 26 || !strings.HasPrefix(out, "PROVIDER") {
+		t.Errorf("text: exit %d, %d lines:\n%s", code, strings.Count(out, "\n"), out)
+	}
+	code, out, _ = runTool("explain", "--sysfs", dir, "--kernel", "6.1.0-57-amd64", "--kernel-config", cfg, "0000:05:00.0", "0000:04:00.0")
+	if code != 0 || !strings.Contains(out, "p2pdma         built without PCI_P2PDMA ("+cfg+")") || !strings.Contains(out, "bounced") {
+		t.Errorf("explain: exit %d:\n%s", code, out)
+	}
+	for _, bad := range [][]string{{"--all", "0000:05:00.0"}, {"--kernel-config", dir + "/nope", "0000:05:00.0", "0000:04:00.0"}} {
+		if code, _, errs := runTool(append([]string{"explain", "--sysfs", dir}, bad...)...); code != 2 || errs == "" {
+			t.Errorf("explain %v: exit %d, %q; want 2 and a message", bad, code, errs)
+		}
+	}
+	// EFAP2P_KERNEL_CONFIG is the default.
+	t.Setenv("EFAP2P_KERNEL_CONFIG", cfg)
+	code, out, _ = runTool("explain", "--json", "--sysfs", dir, "--kernel", "6.1.0-57-amd64", "0000:03:00.0", "0000:04:00.0")
+	if code != 0 || !strings.Contains(out, `"kernel_p2pdma": "n"`) || !strings.Contains(out, `"outcome": "refused"`) {
+		t.Errorf("EFAP2P_KERNEL_CONFIG: exit %d:\n%s", code, out)
+	}
+}

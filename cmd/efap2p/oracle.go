@@ -23,6 +23,7 @@ type oracleFlags struct {
 	sysfs    string
 	topology string
 	kernel   *string // nil: --kernel not given
+	kconfig  string  // --kernel-config
 	json     bool
 	stderr   io.Writer
 	// inputs, when not nil, are the topology files to read instead of the
@@ -39,6 +40,7 @@ func (o *oracleFlags) register(fs *flag.FlagSet, withTopology bool) {
 		o.kernel = &v
 		return nil
 	})
+	fs.StringVar(&o.kconfig, "kernel-config", "", "the kernel's build configuration `FILE` (as /boot/config-RELEASE, or /proc/config.gz), for whether it has PCI_P2PDMA (default $"+p2p.KernelConfigEnv+", else what the live system tells: /proc/config.gz, /boot/config-RELEASE, /proc/kallsyms)")
 	if withTopology {
 		fs.StringVar(&o.topology, "topology", "", "topology `FILE` written by 'efap2p export' (default $EFAP2P_TOPOLOGY, else "+p2p.BootTopologyFile+" or "+p2p.OperatorTopologyFile+")")
 	}
@@ -79,6 +81,19 @@ func (o *oracleFlags) open() (*p2p.Oracle, *p2p.Sysfs, error) {
 		}
 		opts.Kernel = r
 	}
+	if o.kconfig != "" {
+		k, err := p2p.ReadKernelConfigFile(o.kconfig)
+		if err != nil {
+			return nil, nil, inputError{fmt.Errorf("--kernel-config: %w", err)}
+		}
+		opts.KernelConfig = &k
+	} else {
+		k, err := p2p.KernelConfigFromEnv()
+		if err != nil {
+			return nil, nil, inputError{err}
+		}
+		opts.KernelConfig = k
+	}
 	opts.Warnf = o.warnf()
 	return p2p.NewOracleWith(p2p.NewTopology(src), opts), src, nil
 }
@@ -92,6 +107,7 @@ func (o *oracleFlags) warnf() func(string, ...any) {
 }
 
 const explainUsage = `Usage: efap2p explain [--sysfs DIR] [--topology FILE] [--kernel RELEASE] [--json] PROVIDER CLIENT
+       efap2p explain --all [--sysfs DIR] [--topology FILE] [--kernel RELEASE] [--json]
 
 The P2P DMA verdict for a DMA from CLIENT (e.g. a NIC) into memory owned by
 PROVIDER (e.g. a GPU), by both registration paths: the dma-buf one (the
@@ -109,6 +125,10 @@ writes it (0000:53:00.0, or 53:00.0 in domain 0000):
   efap2p explain GPU0 NIC3
   efap2p explain 53:00.0 rdmap79s0
 
+With --all, every ordered pair of PCI functions that are not PCI-to-PCI
+bridges, in address order: the pairs a kernel test module can ask the
+kernel about (docs/kernel-releases.md, "Checked against booted kernels").
+
 Options:
 `
 
@@ -117,8 +137,22 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 	of := oracleFlags{stderr: stderr}
 	of.register(fs, true)
 	of.registerJSON(fs)
+	all := fs.Bool("all", false, "every ordered pair of PCI functions that are not bridges, one line each (one JSON object a line with --json)")
 	if err := parseFlags(fs, args, explainUsage, stderr); err != nil {
 		return err
+	}
+	if *all {
+		if fs.NArg() != 0 {
+			return usagef("--all takes no PROVIDER or CLIENT (got %d arguments)", fs.NArg())
+		}
+		o, _, err := of.open()
+		if err != nil {
+			return err
+		}
+		if err := topoview.WriteAll(stdout, o, of.json); err != nil {
+			return inputError{err}
+		}
+		return nil
 	}
 	if fs.NArg() != 2 {
 		return usagef("needs a PROVIDER and a CLIENT (got %d arguments)", fs.NArg())

@@ -39,8 +39,10 @@ Running a command:
   executed by an emulated device, between the processes of the host.
   EFASIM_CONFIG is removed from COMMAND's environment, so that the tree's
   efasim.conf is the one used; EFAP2P_KERNEL is set to the model's kernel
-  release (its "kernel", default latest), so that the oracle inside decides
-  by the emulated host's rules; EFASIM_TRACE=1 makes the library log each
+  release (its "kernel", default latest), and EFAP2P_KERNEL_CONFIG to the
+  tree's kernel.config (its "kernel_config": with PCI_P2PDMA or not), so
+  that the oracle inside decides by the emulated host's rules and kernel;
+  EFASIM_TRACE=1 makes the library log each
   emulated call on stderr. The tree is removed when COMMAND ends, unless
   --keep is given (then its path is printed on stderr).
 

@@ -26,11 +26,19 @@ healthy)
 	grep -q '^No findings\.$' <<<"$out" || fail "findings: $out"
 	;;
 npd)
-	# A node-problem-detector plugin run without root: one line, exit 2.
+	# A node-problem-detector plugin run without root: one line. On
+	# p5.48xlarge the hidden ACS state decides nothing (exit 0); below
+	# intel-acs-switch's Broadwell switch with Linux 6.15 it does (exit 2).
 	"$efap2p" sim write --unprivileged --machine p5.48xlarge "$tmp/tree" >/dev/null || fail "sim write"
-	run 2 "$efap2p" check --format line --sysfs "$tmp/tree"
+	run 0 "$efap2p" check --format line --sysfs "$tmp/tree"
 	[ "$(wc -l <<<"$out")" = 1 ] && [ "${#out}" -le 120 ] || fail "not one short line: $out"
+	[[ $out == "OK: 8 GPUs, each with true P2P to its 4 switch-local EFA NICs (p5.48xlarge)" ]] || fail "line: $out"
+	"$efap2p" sim write --unprivileged --machine intel-acs-switch "$tmp/acs" >/dev/null || fail "sim write"
+	run 2 "$efap2p" check --format line --sysfs "$tmp/acs" --kernel 6.15.0
 	[[ $out == "UNKNOWN uncertain-verdicts: "* ]] || fail "line: $out"
+	# A CPU node: not applicable, OK.
+	run 0 "$efap2p" sim --machine cpu-node -- "$efap2p" check --format line
+	[[ $out == "OK: not applicable: no EFA device and no accelerator" ]] || fail "cpu-node: $out"
 	;;
 expect)
 	"$efap2p" sim write --machine p4d.24xlarge "$tmp/tree" >/dev/null || fail "sim write"

@@ -41,7 +41,7 @@ MODELS = {
                  "rdmap5s0": (0x1, 2048, 8192, 1, 2, 64, 8 * MiB)},
         "accepted": [("rdmap3s0", "0000:04:00.0", "nvidia"),   # same switch: p2p
                      ("rdmap3s0", "0000:07:00.0", "amdgpu")],  # bounced, accepted
-        "refused": [("rdmap3s0", "0000:06:00.0"),   # xe refuses NOT_SUPPORTED
+        "refused": [("rdmap3s0", "0000:06:00.0"),   # habanalabs refuses NOT_SUPPORTED
                     ("rdmap5s0", "0000:04:00.0")],  # the NIC blocks peers
         "remote_write": "rdmap5s0",
     },

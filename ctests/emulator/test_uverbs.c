@@ -12,7 +12,7 @@
  *   uverbs1 = rdmap5s0 = 0000:05:00.0: peer_access_blocked; caps RDMA_READ,
  *     RDMA_WRITE; max_sq_wr 2048, max_rq_wr 8192, sge 1/2, inline 64,
  *     max_rdma_size 8 MiB.
- *   dma-buf owners: 04:00.0 nvidia (p2p with 03:00.0), 06:00.0 xe
+ *   dma-buf owners: 04:00.0 nvidia (p2p with 03:00.0), 06:00.0 habanalabs
  *     (refused), 07:00.0 amdgpu (bounced: accepted), 00:00.0 no driver.
  *
  * With --passthrough it runs without an emulated host and checks that the
@@ -714,7 +714,7 @@ static void test_dmabuf_registration(void)
 	struct ibv_context *a = ibv_open_device(nic_a), *b = ibv_open_device(nic_b);
 	struct ibv_pd *pa = a ? ibv_alloc_pd(a) : NULL, *pb = b ? ibv_alloc_pd(b) : NULL;
 	int nv = dmabuf_create("0000:04:00.0", NULL, 4 * MiB);
-	int xe = dmabuf_create("0000:06:00.0", NULL, 4 * MiB);
+	int hl = dmabuf_create("0000:06:00.0", NULL, 4 * MiB);
 	int amd = dmabuf_create("0000:07:00.0", NULL, 4 * MiB);
 	int sys = dmabuf_create(NULL, "system", 4 * MiB);
 	int closed, uv = open("/dev/infiniband/uverbs0", O_RDWR | O_CLOEXEC);
@@ -723,12 +723,12 @@ static void test_dmabuf_registration(void)
 	char path[64], text[512];
 	struct ibv_mr *mr;
 
-	CHECK(pa && pb && nv >= 0 && xe >= 0 && amd >= 0 && sys >= 0 && uv >= 0 && plain >= 0, "setup");
-	if (!pa || !pb || nv < 0 || xe < 0 || amd < 0 || sys < 0)
+	CHECK(pa && pb && nv >= 0 && hl >= 0 && amd >= 0 && sys >= 0 && uv >= 0 && plain >= 0, "setup");
+	if (!pa || !pb || nv < 0 || hl < 0 || amd < 0 || sys < 0)
 		goto out;
 	CHECK_ERR(reg_dmabuf(pa, nv, 0, 4 * MiB, lw), 0);              /* p2p */
 	CHECK_ERR(reg_dmabuf(pa, amd, 0, MiB, lw | IBV_ACCESS_REMOTE_READ), 0); /* bounced */
-	CHECK_ERR(reg_dmabuf(pa, xe, 0, MiB, lw), EOPNOTSUPP);         /* refused */
+	CHECK_ERR(reg_dmabuf(pa, hl, 0, MiB, lw), EOPNOTSUPP);         /* refused */
 	CHECK_ERR(reg_dmabuf(pb, nv, 0, MiB, lw), EOPNOTSUPP);         /* peer blocked */
 	CHECK_ERR(reg_dmabuf(pb, sys, 0, MiB, lw), 0);                 /* system memory */
 	CHECK_ERR(reg_dmabuf(pb, sys, 0, MiB, lw | IBV_ACCESS_REMOTE_WRITE), 0);
@@ -761,7 +761,7 @@ out:
 		ibv_close_device(a);
 	if (b)
 		ibv_close_device(b);
-	for (int *fd = (int[]){ nv, xe, amd, sys, uv, plain }, i = 0; i < 6; i++)
+	for (int *fd = (int[]){ nv, hl, amd, sys, uv, plain }, i = 0; i < 6; i++)
 		if (fd[i] >= 0)
 			close(fd[i]);
 }

@@ -10,7 +10,7 @@
  *   bench_shim reg RUNS N         ibv_reg_dmabuf_mr + ibv_dereg_mr of a warm
  *                                 allowed pair (rdmap79s0 + H100 53:00.0)
  *   bench_shim refused RUNS N     ibv_reg_dmabuf_mr of a refused pair
- *                                 (refused.json: rdmap3s0 + xe 06:00.0);
+ *                                 (refused.json: rdmap3s0 + habanalabs 06:00.0);
  *                                 fstat_ns: one fstat() of the buffer, what
  *                                 telling which buffer a descriptor holds
  *                                 costs at the least

@@ -12,7 +12,7 @@
  *
  *   rdmap3s0 (03:00.0): RDMA read, no RDMA write
  *   rdmap5s0 (05:00.0): RDMA read and write, firmware blocks peer access
- *   04:00.0 nvidia: p2p for both by the PCI rule; 06:00.0 xe: refused;
+ *   04:00.0 nvidia: p2p for both by the PCI rule; 06:00.0 habanalabs: refused;
  *   07:00.0 amdgpu: bounced
  */
 #define _GNU_SOURCE
@@ -190,9 +190,9 @@ int main(void)
 	check_not_learnt(nv);
 
 	kinds[n++] = (struct fd_kind){ "nvidia", nv, 0 };
-	kinds[n++] = (struct fd_kind){ "xe", sim.dmabuf_create("0000:06:00.0", NULL, SIZE), 1 };
+	kinds[n++] = (struct fd_kind){ "habanalabs", sim.dmabuf_create("0000:06:00.0", NULL, SIZE), 1 };
 	kinds[n++] = (struct fd_kind){ "amdgpu", sim.dmabuf_create("0000:07:00.0", NULL, SIZE), 0 };
-	kinds[n++] = (struct fd_kind){ "drm", sim.dmabuf_create("0000:06:00.0", "drm", SIZE), 0 };
+	kinds[n++] = (struct fd_kind){ "drm", sim.dmabuf_create("0000:07:00.0", "drm", SIZE), 0 };
 	kinds[n++] = (struct fd_kind){ "system", sim.dmabuf_create(NULL, "system", SIZE), 0 };
 	kinds[n++] = (struct fd_kind){ "unknown exporter", sim.dmabuf_create(NULL, "mystery", SIZE), 0 };
 	kinds[n++] = (struct fd_kind){ "regular file", file, 0 };

@@ -24,8 +24,8 @@ extern "C" {
 
 /*
  * efadv_device_attr.device_caps: the NIC gets true peer-to-peer DMA into at
- * least one accelerator (PCI class 0x03 or 0x12) of this host: not refused,
- * not bounced through system memory. The top bit, so that it never collides
+ * least one accelerator (PCI class 0x03 or 0x12, not a framebuffer-only VGA)
+ * of this host: not refused, not bounced through system memory. The top bit, so that it never collides
  * with a capability rdma-core assigns from the bottom.
  */
 #define EFADV_DEVICE_ATTR_CAPS_P2P_DMA (1u << 31)
@@ -59,10 +59,13 @@ enum efadv_p2p_outcome {
 
 /* Whose rule decided the outcome: the driver exporting the peer's memory. */
 enum efadv_p2p_policy {
-	EFADV_P2P_POLICY_KERNEL = 0,	/* the kernel's check (xe, vfio-pci, ...) */
+	EFADV_P2P_POLICY_KERNEL = 0,	/* the kernel's check (habanalabs, ...) */
 	EFADV_P2P_POLICY_AMDGPU = 1,
 	EFADV_P2P_POLICY_NVIDIA = 2,
 	EFADV_P2P_POLICY_NEURON = 3,	/* AWS Neuron: any importer may attach */
+	EFADV_P2P_POLICY_XE = 4,	/* Intel xe: bounces what it cannot share */
+	EFADV_P2P_POLICY_VFIO = 5,	/* vfio-pci BARs: no pinned importers */
+	EFADV_P2P_POLICY_I915 = 6,	/* i915: always through system memory */
 };
 
 /* Where the verdict came from. */
@@ -85,12 +88,16 @@ enum efadv_p2p_peer_mem {
 
 /* efadv_p2p_attr.flags */
 enum {
-	/* Something the rule needs could not be read (ACS without root): the
-	 * answer took the kernel-safe branch. */
+	/* The outcome rests on something that could not be read (ACS without
+	 * root) and would differ under another value of it. */
 	EFADV_P2P_FLAG_UNCERTAIN = 1 << 0,
 	/* A dma-buf query: the exporter has several candidate devices; the
 	 * attr describes the most favourable one. */
 	EFADV_P2P_FLAG_AMBIGUOUS_PEER = 1 << 1,
+	/* Something the kernel's rule needs could not be read: map_type is
+	 * the kernel-safe branch (without UNCERTAIN the outcome is the same
+	 * under every value it could have). */
+	EFADV_P2P_FLAG_ASSUMED = 1 << 2,
 };
 
 struct efadv_p2p_attr {

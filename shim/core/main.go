@@ -107,6 +107,11 @@ func efap2p_core_init(cfg *C.struct_efap2p_core_config) C.int {
 				opts.Kernel = rel
 			}
 		}
+		kc, err := p2p.KernelConfigFromEnv()
+		if err != nil {
+			logf(C.EFAP2P_LOG_ERROR, "%v; whether the kernel has PCI_P2PDMA is found out as without it", err)
+		}
+		opts.KernelConfig = kc
 		// Below info the front logs only refusals, whose reasons the
 		// engine explains on demand, as it does the pairwise queries':
 		// the oracle keeps none (building them cost more than the rule).
