@@ -159,7 +159,7 @@ func TestExportReasons(t *testing.T) {
 // bytes each, and the file reads back.
 func TestExportSynthetic(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "tree")
-	if code, _, errs := runSimCmd(t, "write", "--machine", "synthetic-600", dir); code != 0 {
+	if code, _, errs := runSimCmd(t, "write", "--machine", "synthetic-512", dir); code != 0 {
 		t.Fatalf("sim write: exit %d: %s", code, errs)
 	}
 	file := filepath.Join(t.TempDir(), "topo.json")
@@ -170,7 +170,7 @@ func TestExportSynthetic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := models.Synthetic(600)
+	m := models.Synthetic(512)
 	accels, nics := 0, 0
 	for _, f := range m.Functions() {
 		switch f.Class >> 16 {

@@ -64,7 +64,7 @@ Models:
   NAME is a built-in model ('efap2p sim list'), or synthetic-N, the
   synthetic machine of N PCI functions (1 to 65536): switch units of GPUs,
   EFA NICs and other NICs, ACS redirect on every third, for benchmarks at
-  any size ('efap2p sim write --machine synthetic-4096 DIR').
+  any size ('efap2p sim write --machine synthetic-512 DIR').
 
 Writing a tree:
   DIR must be new or empty. --force replaces a tree written there before
