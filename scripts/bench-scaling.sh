@@ -34,6 +34,8 @@ for n in $sizes; do
 	# wall s, user+sys s, peak RSS KiB
 	t=$( { /usr/bin/time -f '%e %U %S %M' "$efap2p" export --sysfs "$tree" --kernel latest -o "$out" 2>&1 >/dev/null; } | tail -1)
 	pairs=$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["pairs"]))' "$out")
+	# the node check of the same tree: every accelerator with every EFA NIC
+	c=$( { /usr/bin/time -f '%e %M' "$efap2p" check --sysfs "$tree" --kernel latest --format line 2>&1 >/dev/null; } | tail -1)
 	bytes=$(stat -c %s "$out")
 	ibytes=$(stat -c %s "$out.idx")
 	# the first answers, in fresh processes of the emulated host: from the
@@ -41,8 +43,8 @@ for n in $sizes; do
 	filed=$(LD_PRELOAD="$lib" "$efap2p" sim --machine "synthetic-$n" -- sh -c \
 		'"$1" export --boot 2>/dev/null && exec "$2" cold' sh "$efap2p" "$bench")
 	cold=$(LD_PRELOAD="$lib" "$efap2p" sim --machine "synthetic-$n" -- "$bench" cold)
-	set -- $t
-	echo "$n $pairs $1 $(awk -v u="$2" -v s="$3" 'BEGIN {print u + s}') $4 $bytes $ibytes $(field devices "$filed") $(field total_us "$filed") $(field total_us "$cold")" >>"$rows"
+	set -- $t $c
+	echo "$n $pairs $1 $(awk -v u="$2" -v s="$3" 'BEGIN {print u + s}') $4 $bytes $ibytes $(field devices "$filed") $(field total_us "$filed") $(field total_us "$cold") $5 $6" >>"$rows"
 	rm -rf "$tree" "$out" "$out.idx"
 done
 
@@ -71,14 +73,16 @@ print("of two GPUs, three EFA NICs and other NICs): `efap2p export --kernel late
 print("`/usr/bin/time` (wall, user + system CPU, peak RSS), the file's pairs (every accelerator with")
 print("every other accelerator and NIC) and size, its index's size; the first P2P_DMA answer for every")
 print("EFA device in a fresh process of the emulated host (`bench_shim cold`), from the boot-time")
-print("file's index and computed. One run each, on the loaded machine above: the exponents are what")
+print("file's index and computed; and `efap2p check --format line` of the same tree (every accelerator")
+print("with every EFA NIC, each verdict explained). One run each, on the loaded machine above: the exponents are what")
 print("hold. Targets at 4,096 functions: export <= 10 s and <= 500 MB, the file read back (export")
 print("reads it back to write its index, and the readers' bounds grow with the machine).\n")
-print("| functions | pairs | export wall | export CPU | export RSS | file | bytes/pair | index | EFA devices | first answers from the index | computed |")
-print("|---|---|---|---|---|---|---|---|---|---|---|")
-for n, pairs, wall, cpu, rss, size, isize, devs, filed, cold in rows:
+print("| functions | pairs | export wall | export CPU | export RSS | file | bytes/pair | index | EFA devices | first answers from the index | computed | check wall | check RSS |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+for n, pairs, wall, cpu, rss, size, isize, devs, filed, cold, cwall, crss in rows:
     print(f"| {n:.0f} | {pairs:.0f} | {wall:.2f} s | {cpu:.2f} s | {rss / 1024:.0f} MB | {size / 1e6:.1f} MB | "
-          f"{size / pairs:.0f} | {isize / 1e6:.1f} MB | {devs:.0f} | {filed / 1e3:.2f} ms | {cold / 1e3:.1f} ms |")
+          f"{size / pairs:.0f} | {isize / 1e6:.1f} MB | {devs:.0f} | {filed / 1e3:.2f} ms | {cold / 1e3:.1f} ms | "
+          f"{cwall:.2f} s | {crss / 1024:.0f} MB |")
 ns = [r[0] for r in rows]
 pairs = [r[1] for r in rows]
 big = [r for r in rows if r[0] >= 1024]
@@ -88,7 +92,8 @@ print("the fixed costs of a process no longer dominate):\n")
 print("| what | by functions | by pairs | by pairs, 1,024 and up |")
 print("|---|---|---|---|")
 for name, i in (("export wall time", 2), ("export CPU time", 3), ("export peak RSS", 4), ("file size", 5),
-                ("index size", 6), ("first answers from the index", 8), ("computed first answers", 9)):
+                ("index size", 6), ("first answers from the index", 8), ("computed first answers", 9),
+                ("check wall time", 10), ("check peak RSS", 11)):
     ys = [r[i] for r in rows]
     print(f"| {name} | n^{fit(ns, ys):.2f} | pairs^{fit(pairs, ys):.2f} | "
           f"pairs^{fit([r[1] for r in big], [r[i] for r in big]):.2f} |")

@@ -135,7 +135,7 @@ kernel costs tens of them.
 | \`efadv_query_device\`, warm, the first of the host's $(field of "$query_first") devices to be answered ($(field device "$query_first")) ($runs batches of 100,000) | $(field ours_ns "$query_first") ns | $(field real_ns "$query_first") ns | **$(field added_ns "$query_first") ns** | <= 5 ns |
 | \`efadv_query_device\`, warm, the last of them ($(field device "$query_last")) | $(field ours_ns "$query_last") ns | $(field real_ns "$query_last") ns | **$(field added_ns "$query_last") ns** | <= 5 ns |
 | \`ibv_reg_dmabuf_mr\` + \`ibv_dereg_mr\`, warm allowed pair rdmap79s0 + H100 ($runs batches of 2,000) | $(field ours_ns "$reg") ns | $(field real_ns "$reg") ns | **$(field added_ns "$reg") ns** (noise: the check makes no system call) | <= 100 ns |
-| \`ibv_reg_dmabuf_mr\`, refused pair (refused.json: rdmap3s0 + xe GPU) | **$(field ours_ns "$refused") ns**, fails fast | $(field real_ns "$refused") ns, refused by the emulated kernel | $(field added_ns "$refused") ns | <= 500 ns |
+| \`ibv_reg_dmabuf_mr\`, refused pair (refused.json: rdmap3s0 + a Gaudi2 under habanalabs) | **$(field ours_ns "$refused") ns**, fails fast | $(field real_ns "$refused") ns, refused by the emulated kernel | $(field added_ns "$refused") ns | <= 500 ns |
 | of which one \`fstat\` of the buffer (through the emulator, which interposes it) | $(field fstat_ns "$refused") ns | | | the floor |
 
 A warm \`efadv_query_device\` is the real call, one inline read of the device pointer's slot (the
