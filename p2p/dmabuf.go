@@ -49,22 +49,12 @@ var ErrUnknownExporter = errors.New("no PCI function of this machine belongs to 
 // a system-memory exporter and ErrUnknownExporter when no function is
 // bound to the exporter's drivers.
 func (t *Topology) exporterCandidates(expName string) ([]Addr, error) {
-	t.mu.Lock()
-	e, ok := t.exporters[expName]
-	t.mu.Unlock()
-	if ok {
-		return e.addrs, e.err
-	}
-	e.addrs, e.err = t.findExporterCandidates(expName)
-	t.mu.Lock()
-	if t.exporters == nil {
-		t.exporters = map[string]exporterEntry{}
-	}
 	// bounded: a process handing ever new exporter names must not grow it
-	if len(t.exporters) < maxExporters {
-		t.exporters[expName] = e
-	}
-	t.mu.Unlock()
+	e := remember(t, &t.exporters, expName, maxExporters, func() exporterEntry {
+		var e exporterEntry
+		e.addrs, e.err = t.findExporterCandidates(expName)
+		return e
+	})
 	return e.addrs, e.err
 }
 

@@ -208,21 +208,26 @@ func (o *Oracle) Verdict(provider, client Addr) (*Verdict, error) {
 			return v, nil
 		}
 	}
-	o.mu.Lock()
-	var v *Verdict
-	var ok bool
-	if narrow {
-		if v, ok = o.dirty[k]; ok {
-			o.missed()
-		}
-	} else {
-		v, ok = o.wide[pair{provider, client}]
-	}
-	o.mu.Unlock()
-	if ok {
+	if v := o.cachedLocked(provider, client, k, narrow, true); v != nil {
 		return v, nil
 	}
 	return o.compute(provider, client, k, narrow)
+}
+
+// cachedLocked looks the pair up where read did not hold it, under mu;
+// count makes a hit count toward publishing dirty (Verdict's lookups,
+// which will be asked again, do; Compute's need not).
+func (o *Oracle) cachedLocked(provider, client Addr, k uint64, narrow, count bool) *Verdict {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !narrow {
+		return o.wide[pair{provider, client}]
+	}
+	v := o.dirty[k]
+	if v != nil && count {
+		o.missed()
+	}
+	return v
 }
 
 // missed counts a lookup that read did not answer and publishes dirty once
@@ -258,15 +263,7 @@ func (o *Oracle) Compute(provider, client Addr) (*Verdict, error) {
 			return v, nil
 		}
 	}
-	o.mu.Lock()
-	var v *Verdict
-	if narrow {
-		v = o.dirty[k]
-	} else {
-		v = o.wide[pair{provider, client}]
-	}
-	o.mu.Unlock()
-	if v != nil {
+	if v := o.cachedLocked(provider, client, k, narrow, false); v != nil {
 		return v, nil
 	}
 	return o.build(provider, client, !o.opts.NoReasons)

@@ -287,19 +287,7 @@ type flaggedEntry struct {
 // flaggedChipset scans the domain's functions for a chipset NVIDIA flags,
 // once per domain: the answer is the same for every pair of the domain.
 func (t *Topology) flaggedChipset(domain uint32) (string, bool) {
-	t.mu.Lock()
-	e, ok := t.flagged[domain]
-	t.mu.Unlock()
-	if ok {
-		return e.name, e.found
-	}
-	e = t.scanFlagged(domain)
-	t.mu.Lock()
-	if t.flagged == nil {
-		t.flagged = map[uint32]flaggedEntry{}
-	}
-	t.flagged[domain] = e
-	t.mu.Unlock()
+	e := remember(t, &t.flagged, domain, 0, func() flaggedEntry { return t.scanFlagged(domain) })
 	return e.name, e.found
 }
 
@@ -418,24 +406,14 @@ type peerMemEntry struct {
 
 // peerMemProvider reads a NIC's p2p attribute once.
 func (t *Topology) peerMemProvider(nic Addr) peerMemEntry {
-	t.mu.Lock()
-	e, ok := t.peerMem[nic]
-	t.mu.Unlock()
-	if ok {
-		return e
-	}
-	if src, ok := t.ext.(peerMemSource); ok {
-		if p, present, err := src.PeerMemProvider(nic); err == nil {
-			e = peerMemEntry{p, present}
+	return remember(t, &t.peerMem, nic, 0, func() (e peerMemEntry) {
+		if src, ok := t.ext.(peerMemSource); ok {
+			if p, present, err := src.PeerMemProvider(nic); err == nil {
+				e = peerMemEntry{p, present}
+			}
 		}
-	}
-	t.mu.Lock()
-	if t.peerMem == nil {
-		t.peerMem = map[Addr]peerMemEntry{}
-	}
-	t.peerMem[nic] = e
-	t.mu.Unlock()
-	return e
+		return e
+	})
 }
 
 // peerMemDrivers maps a provider to the accelerator driver whose memory it

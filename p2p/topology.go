@@ -379,6 +379,32 @@ func (t *Topology) functionLocked(a Addr) (*Function, error) {
 	return up, nil
 }
 
+// remember returns what the cache m (a field of t, guarded by t.mu) holds
+// for k, else fill's answer, kept there (the first kept wins) while the
+// cache holds fewer than limit entries (0: no limit). fill runs without
+// the lock: it may read the source.
+func remember[K comparable, V any](t *Topology, m *map[K]V, k K, limit int, fill func() V) V {
+	t.mu.Lock()
+	v, ok := (*m)[k]
+	t.mu.Unlock()
+	if ok {
+		return v
+	}
+	v = fill()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if old, ok := (*m)[k]; ok {
+		return old
+	}
+	if *m == nil {
+		*m = map[K]V{}
+	}
+	if limit == 0 || len(*m) < limit {
+		(*m)[k] = v
+	}
+	return v
+}
+
 // scanIDs reads a function's IDs for the accelerator scan, keeping them
 // for the Function made later (or giving its own, when it exists).
 func (t *Topology) scanIDs(a Addr) (uint16, uint16, error) {

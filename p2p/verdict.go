@@ -304,21 +304,7 @@ func (d hostDecision) allowed() bool {
 // with the HMAT series, a reachable HMAT path from the client's host bridge
 // to the provider's.
 func (t *Topology) hostDecide(ru *kernelRules, pr, cr RootBus) hostDecision {
-	k := hostKey{ru, pr, cr}
-	t.mu.Lock()
-	d, ok := t.hostDec[k]
-	t.mu.Unlock()
-	if ok {
-		return d
-	}
-	d = t.decideHost(ru, pr, cr)
-	t.mu.Lock()
-	if t.hostDec == nil {
-		t.hostDec = map[hostKey]hostDecision{}
-	}
-	t.hostDec[k] = d
-	t.mu.Unlock()
-	return d
+	return remember(t, &t.hostDec, hostKey{ru, pr, cr}, 0, func() hostDecision { return t.decideHost(ru, pr, cr) })
 }
 
 // hostKey names a host-bridge decision: it depends on the rules and the

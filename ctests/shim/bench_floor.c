@@ -37,15 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#if defined(__has_include)
-#if __has_include(<valgrind/callgrind.h>)
-#include <valgrind/callgrind.h>
-#endif
-#endif
-#ifndef CALLGRIND_ZERO_STATS
-#define CALLGRIND_ZERO_STATS
-#define CALLGRIND_DUMP_STATS_AT(s)
-#endif
+#include "benchclock.h"
 
 enum { OP_OPEN, OP_READ, OP_PREAD, OP_GETDENTS, OP_CLOSE, OP_READLINK };
 
@@ -56,33 +48,6 @@ struct op {
 };
 
 #define SLOTS 256
-
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static double cpu_us(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 + ru.ru_utime.tv_usec +
-	       ru.ru_stime.tv_usec;
-}
-
-/* Page faults (minor and major) and context switches so far, every thread. */
-static void faults(long *flt, long *csw)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	*flt = ru.ru_minflt + ru.ru_majflt;
-	*csw = ru.ru_nvcsw + ru.ru_nivcsw;
-}
 
 static char *join(const char *root, const char *rel)
 {
@@ -199,7 +164,7 @@ int main(int argc, char **argv)
 	CALLGRIND_ZERO_STATS;
 	faults(&f0, &s0);
 	c0 = cpu_us();
-	t0 = now_us();
+	t0 = now_ns() / 1e3;
 	if (argc == 3) {
 		void *h = dlopen(argv[2], RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
 		int (*fn)(void) = h ? (int (*)(void))dlsym(h, "efap2p_empty") : NULL;
@@ -210,9 +175,9 @@ int main(int argc, char **argv)
 		}
 		fn();
 	}
-	t1 = now_us();
+	t1 = now_ns() / 1e3;
 	replay(ops, n);
-	t2 = now_us();
+	t2 = now_ns() / 1e3;
 	c1 = cpu_us();
 	faults(&f1, &s1);
 	CALLGRIND_DUMP_STATS_AT("floor");

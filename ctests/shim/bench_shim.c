@@ -38,52 +38,16 @@
 
 #include <infiniband/efadv_p2p.h>
 
+#include "benchclock.h"
 #include "shimtest.h"
 
-#if defined(__has_include)
-#if __has_include(<valgrind/callgrind.h>)
-#include <valgrind/callgrind.h>
-#endif
-#endif
-#ifndef CALLGRIND_ZERO_STATS
-#define CALLGRIND_ZERO_STATS
-#define CALLGRIND_DUMP_STATS_AT(s)
-#endif
-
 extern char **environ;
-
-static double now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
 
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
 
 	return (x > y) - (x < y);
-}
-
-static double cpu_us(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 + ru.ru_utime.tv_usec +
-	       ru.ru_stime.tv_usec;
-}
-
-/* Page faults (minor and major) and context switches so far, every thread. */
-static void faults(long *flt, long *csw)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	*flt = ru.ru_minflt + ru.ru_majflt;
-	*csw = ru.ru_nvcsw + ru.ru_nivcsw;
 }
 
 /* A path that does not exist, opened so that a trace shows where. */
