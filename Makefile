@@ -8,15 +8,37 @@
 #                 installs FLEET_PACKAGES; CI runs it)
 #   make bench    benchmarks, written to BENCHMARKS.md
 #   make install  PREFIX (/usr/local), LIBDIR and DESTDIR: libefap2p, its Go
-#                 core, the header, efap2p.pc, the efap2p tool, the emulator,
-#                 the man pages, the systemd unit and udev rule (left disabled)
+#                 core, the header, efap2p.pc, the efap2p tool, the emulator
+#                 and its header, the man pages, the documents the help names
+#                 (DOCDIR), the check report's schema, the systemd unit and
+#                 udev rule (left disabled)
 #   make uninstall  the same variables: removes what make install put there
 #   make deb      Debian packages in build/deb/ (debian/, dpkg-buildpackage)
+# The builds are quiet: one line when they succeed, their whole output when
+# they fail (also kept in build/*.log); V=1 shows every command as it runs.
+# JOBS (default: the number of CPUs) bounds the build's parallel jobs.
 #   make kernel-truth  as root, by hand (not in CI): boot Debian's kernels
 #                 under QEMU, hold the oracle to their verdicts and rewrite
 #                 kerneltruth/fixtures/ (docs/kernel-releases.md)
 
-GO      ?= go
+# Go: go.mod's release or newer, not a Debian package; on PATH, else where
+# go.dev's tarball unpacks (GO_FALLBACK), as debian/rules looks for it.
+GO_NEEDED   := $(shell sed -n 's/^go //p' go.mod)
+GO_FALLBACK ?= /usr/local/go
+ifeq ($(origin GO),undefined)
+GO := $(shell command -v go 2>/dev/null)
+ifeq ($(GO),)
+ifneq ($(wildcard $(GO_FALLBACK)/bin/go),)
+GO := $(GO_FALLBACK)/bin/go
+ifeq ($(MAKELEVEL),0)
+$(info make: go is not on PATH: using $(GO))
+endif
+else
+GO := go
+GO_MISSING := 1
+endif
+endif
+endif
 BUILD   ?= build
 CMAKE   ?= cmake
 VERSION := $(shell cat VERSION)
@@ -33,6 +55,7 @@ LIBDIR  ?= $(if $(and $(filter /usr,$(PREFIX)),$(MULTIARCH)),$(PREFIX)/lib/$(MUL
 INCLUDEDIR ?= $(PREFIX)/include
 DATADIR ?= $(PREFIX)/share
 MANDIR  ?= $(DATADIR)/man
+DOCDIR  ?= $(DATADIR)/doc/efap2p
 # systemd and udev take their files from /usr/lib (or /lib) for PREFIX=/usr,
 # from PREFIX/lib otherwise (/usr/local/lib/systemd/system, ...).
 SYSTEMDUNITDIR ?= $(if $(filter /usr,$(PREFIX)),$(shell pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null || echo /usr/lib/systemd/system),$(PREFIX)/lib/systemd/system)
@@ -43,45 +66,74 @@ LDCONFIG ?= ldconfig
 APT_PACKAGES = libibverbs-dev ibverbs-providers ibverbs-utils python3-pyverbs \
 	cmake pkg-config gcc g++ make valgrind graphviz \
 	build-essential debhelper dpkg-dev lintian man-db \
-	libcap2-bin util-linux prometheus pciutils \
+	libcap2-bin util-linux prometheus pciutils hwloc \
 	libfabric-bin udev python3-yaml
 # The fleet engines `make fleet-test` runs efap2p check inside.
 FLEET_PACKAGES = slurm-wlm munge prometheus prometheus-node-exporter curl python3
 # The tool, as the Makefile and CMake build it: a PIE linked with libc by
 # the C linker (as Debian wants binaries), its version and the libdir it
 # is installed to written in.
-GO_LDFLAGS = -linkmode=external -X main.version=$(VERSION) -X main.libDir=$(LIBDIR)
+GO_LDFLAGS = -linkmode=external -X main.version=$(VERSION) -X main.libDir=$(LIBDIR) -X main.commit=$(EFAP2P_COMMIT) \
+	-X main.docDir=$(DOCDIR) -X main.dataDir=$(DATADIR)/efap2p -X main.includeDir=$(INCLUDEDIR)
+# The commit --version names (+modified for a tree with changes); make deb
+# passes it into the copy it builds the packages from.
+ifeq ($(origin EFAP2P_COMMIT),undefined)
+EFAP2P_COMMIT := $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff-index --quiet HEAD -- 2>/dev/null || { git rev-parse HEAD >/dev/null 2>&1 && echo +modified; })
+endif
 # CMake gets the install directories relative to PREFIX where they are
 # under it, so that 'cmake --install --prefix DIR' moves them with it.
 rel = $(patsubst $(PREFIX)/%,%,$(1))
+
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+V    ?= 0
+# $(call quietly,NAME,COMMAND) runs COMMAND with its output in
+# $(BUILD)/NAME.log, printed only when it fails; with V=1, as it runs.
+ifeq ($(V),1)
+quietly = $(2)
+else
+quietly = @mkdir -p $(BUILD); { $(2); } > $(BUILD)/$(1).log 2>&1 || { \
+	cat $(BUILD)/$(1).log; echo "make: $(1) failed (its output above, also in $(BUILD)/$(1).log)" >&2; exit 1; }
+endif
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Tests write many small sysfs trees: on tmpfs when the machine has one.
 TEST_TMPDIR ?= $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm || echo $${TMPDIR:-/tmp})
 
-.PHONY: all deps build go-build c-build test go-test c-test vet run fleet-test bench install uninstall deb clean fuzz kernel-truth
+.PHONY: all deps build go-build c-build go-check test go-test c-test vet run fleet-test bench install uninstall deb clean fuzz kernel-truth
 
 all: build
 
 deps:
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
 		$(APT_PACKAGES)
+	$(go_check)
 	$(GO) mod download
 
 build: go-build c-build
+	@echo "built $(BUILD)/: efap2p, libefap2p.so, libefap2p-core.so, libefasim.so$(if $(NO_TESTS),, and the test programs)$(if $(filter 1,$(V)),, (make V=1 shows the commands))"
 
-go-build:
-	@mkdir -p $(BUILD)
-	CGO_ENABLED=1 $(GO) build -trimpath -buildmode=pie -ldflags "$(GO_LDFLAGS)" -o $(BUILD)/efap2p ./cmd/efap2p
+# Go, or one line saying where to get it (the README's Set-up).
+go_check = @if [ -n "$(GO_MISSING)" ]; then \
+		echo "make: no Go toolchain: go is not on PATH and $(GO_FALLBACK)/bin/go is not there; install Go $(GO_NEEDED) or newer from https://go.dev/dl (unpacked in /usr/local), or set GO=" >&2; exit 1; fi; \
+	have=$$($(GO) env GOVERSION 2>/dev/null | sed 's/^go//'); \
+	if [ -z "$$have" ]; then echo "make: $(GO) does not run: install Go $(GO_NEEDED) or newer from https://go.dev/dl, or set GO=" >&2; exit 1; fi; \
+	if [ "$$(printf '%s\n%s\n' "$(GO_NEEDED)" "$$have" | sort -V | head -1)" != "$(GO_NEEDED)" ]; then \
+		echo "make: $(GO) is go$$have; go.mod needs go$(GO_NEEDED) or newer (https://go.dev/dl)" >&2; exit 1; fi
+go-check:
+	$(go_check)
 
-c-build:
-	$(CMAKE) -S . -B $(BUILD)/cmake -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEFAP2P_BUILD_DIR=$(abspath $(BUILD)) \
+go-build: go-check
+	$(call quietly,go-build,CGO_ENABLED=1 $(GO) build -trimpath -buildmode=pie -ldflags "$(GO_LDFLAGS)" -o $(BUILD)/efap2p ./cmd/efap2p)
+
+c-build: go-check
+	$(call quietly,c-build,$(CMAKE) -S . -B $(BUILD)/cmake -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEFAP2P_BUILD_DIR=$(abspath $(BUILD)) \
 		-DCMAKE_INSTALL_PREFIX=$(PREFIX) -DCMAKE_INSTALL_BINDIR=$(call rel,$(BINDIR)) \
 		-DCMAKE_INSTALL_LIBDIR=$(call rel,$(LIBDIR)) -DCMAKE_INSTALL_INCLUDEDIR=$(call rel,$(INCLUDEDIR)) \
 		-DCMAKE_INSTALL_DATADIR=$(call rel,$(DATADIR)) -DCMAKE_INSTALL_MANDIR=$(call rel,$(MANDIR)) \
+		-DCMAKE_INSTALL_DOCDIR=$(call rel,$(DOCDIR)) \
 		-DEFAP2P_SYSTEMDUNITDIR=$(call rel,$(SYSTEMDUNITDIR)) -DEFAP2P_UDEVRULESDIR=$(call rel,$(UDEVRULESDIR)) \
-		-DEFAP2P_SYSTEMCTL=$(SYSTEMCTL) -DEFAP2P_BUILD_TESTS=$(if $(NO_TESTS),OFF,ON) >/dev/null
-	$(CMAKE) --build $(BUILD)/cmake -j
+		-DEFAP2P_SYSTEMCTL=$(SYSTEMCTL) -DEFAP2P_BUILD_TESTS=$(if $(NO_TESTS),OFF,ON) -DGO_EXECUTABLE=$(GO) -DEFAP2P_COMMIT=$(EFAP2P_COMMIT) >/dev/null && \
+	$(CMAKE) --build $(BUILD)/cmake -j $(JOBS))
 
 vet:
 	$(GO) vet ./...
@@ -122,26 +174,35 @@ bench: build
 # not enabled: 'systemctl enable --now efap2p-topology.service' does that.
 # 'cmake --install build/cmake' installs the same files (CMakeLists.txt).
 INSTALLED_LIBS = libefap2p.so.$(VERSION) libefap2p.so.1 libefap2p.so
+# The documents the tool's help and the man pages point to, in DOCDIR
+# (two under other names: the machine-model format, the emulator's README).
+DOCS = README.md docs/operators.md docs/kernel-releases.md docs/topology-file.md docs/nccl-topology.md
+INSTALLED_DOCS = $(notdir $(DOCS)) machine-models.md emulator.md
 install:
 	@for f in libefap2p.so.$(VERSION) libefap2p-core.so libefasim.so efap2p; do \
 		[ -e $(BUILD)/$$f ] || { echo "$(BUILD)/$$f is missing: run 'make build' first" >&2; exit 1; }; done
 	install -d $(DESTDIR)$(LIBDIR)/efap2p $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(BINDIR) \
 		$(DESTDIR)$(INCLUDEDIR)/infiniband $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 \
-		$(DESTDIR)$(DATADIR)/efap2p $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(UDEVRULESDIR)
+		$(DESTDIR)$(DATADIR)/efap2p $(DESTDIR)$(DOCDIR) $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(UDEVRULESDIR)
 	install -m 644 $(BUILD)/libefap2p.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
 	ln -sf libefap2p.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libefap2p.so.1
 	ln -sf libefap2p.so.1 $(DESTDIR)$(LIBDIR)/libefap2p.so
 	install -m 644 $(BUILD)/libefap2p-core.so $(BUILD)/libefasim.so $(DESTDIR)$(LIBDIR)/efap2p/
 	install -m 755 $(BUILD)/efap2p $(DESTDIR)$(BINDIR)/
 	install -m 644 include/infiniband/efadv_p2p.h $(DESTDIR)$(INCLUDEDIR)/infiniband/
+	install -m 644 sim/preload/efasim.h $(DESTDIR)$(INCLUDEDIR)/
 	sed -e 's|@prefix@|$(PREFIX)|' -e 's|@libdir@|$(LIBDIR)|' -e 's|@includedir@|$(INCLUDEDIR)|' \
 		-e 's|@version@|$(VERSION)|' efap2p.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/efap2p.pc
 	chmod 644 $(DESTDIR)$(LIBDIR)/pkgconfig/efap2p.pc
 	install -m 644 man/*.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 man/*.3 $(DESTDIR)$(MANDIR)/man3/
-	install -m 644 dist/libefap2p.supp dist/efap2p.rules.yml dist/efap2p-check.daemonset.yaml $(DESTDIR)$(DATADIR)/efap2p/
+	install -m 644 dist/libefap2p.supp dist/efap2p.rules.yml dist/efap2p-check.daemonset.yaml docs/check-report.schema.json \
+		$(DESTDIR)$(DATADIR)/efap2p/
 	sed -e 's|@bindir@|$(BINDIR)|g' -e 's|@datadir@|$(DATADIR)|g' dist/efap2p-slurm-healthcheck.in > $(DESTDIR)$(DATADIR)/efap2p/slurm-healthcheck
 	chmod 755 $(DESTDIR)$(DATADIR)/efap2p/slurm-healthcheck
+	install -m 644 $(DOCS) $(DESTDIR)$(DOCDIR)/
+	install -m 644 models/machines/README.md $(DESTDIR)$(DOCDIR)/machine-models.md
+	install -m 644 sim/preload/README.md $(DESTDIR)$(DOCDIR)/emulator.md
 	sed -e 's|@bindir@|$(BINDIR)|g' dist/efap2p-topology.service.in > $(DESTDIR)$(SYSTEMDUNITDIR)/efap2p-topology.service
 	sed -e 's|@systemctl@|$(SYSTEMCTL)|g' dist/70-efap2p-topology.rules.in > $(DESTDIR)$(UDEVRULESDIR)/70-efap2p-topology.rules
 	chmod 644 $(DESTDIR)$(SYSTEMDUNITDIR)/efap2p-topology.service $(DESTDIR)$(UDEVRULESDIR)/70-efap2p-topology.rules
@@ -150,13 +211,14 @@ install:
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(LIBDIR)/,$(INSTALLED_LIBS)) \
 		$(DESTDIR)$(LIBDIR)/efap2p/libefap2p-core.so $(DESTDIR)$(LIBDIR)/efap2p/libefasim.so \
-		$(DESTDIR)$(BINDIR)/efap2p $(DESTDIR)$(INCLUDEDIR)/infiniband/efadv_p2p.h \
+		$(DESTDIR)$(BINDIR)/efap2p $(DESTDIR)$(INCLUDEDIR)/infiniband/efadv_p2p.h $(DESTDIR)$(INCLUDEDIR)/efasim.h \
 		$(DESTDIR)$(LIBDIR)/pkgconfig/efap2p.pc $(DESTDIR)$(DATADIR)/efap2p/libefap2p.supp \
 		$(addprefix $(DESTDIR)$(DATADIR)/efap2p/,efap2p.rules.yml efap2p-check.daemonset.yaml slurm-healthcheck) \
+		$(DESTDIR)$(DATADIR)/efap2p/check-report.schema.json $(addprefix $(DESTDIR)$(DOCDIR)/,$(INSTALLED_DOCS)) \
 		$(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(wildcard man/*.1))) \
 		$(addprefix $(DESTDIR)$(MANDIR)/man3/,$(notdir $(wildcard man/*.3))) \
 		$(DESTDIR)$(SYSTEMDUNITDIR)/efap2p-topology.service $(DESTDIR)$(UDEVRULESDIR)/70-efap2p-topology.rules
-	-rmdir $(DESTDIR)$(LIBDIR)/efap2p $(DESTDIR)$(DATADIR)/efap2p 2>/dev/null
+	-rmdir $(DESTDIR)$(LIBDIR)/efap2p $(DESTDIR)$(DATADIR)/efap2p $(DESTDIR)$(DOCDIR) 2>/dev/null
 	@if [ -z "$(DESTDIR)" ]; then echo "$(LDCONFIG)"; $(LDCONFIG) || true; fi
 
 # Debian packages (debian/), built from a copy of the tree in build/deb/ so
@@ -167,7 +229,7 @@ deb:
 	rm -rf $(BUILD)/deb && mkdir -p $(DEB_SRC)
 	{ git ls-files -co --exclude-standard 2>/dev/null || find . -path ./$(BUILD) -prune -o -type f -print; } | \
 		tar --ignore-failed-read -cf - -T - 2>/dev/null | tar -C $(DEB_SRC) -xf -
-	cd $(DEB_SRC) && GO=$$(command -v $(GO)) dpkg-buildpackage -b -us -uc
+	cd $(DEB_SRC) && EFAP2P_COMMIT=$(EFAP2P_COMMIT) GO=$$(command -v $(GO)) dpkg-buildpackage -b -us -uc
 	@ls $(BUILD)/deb/*.deb
 
 fuzz:

@@ -11,8 +11,8 @@ package devices
 import (
 	"fmt"
 	"sort"
-	"strings"
 
+	"github.com/efap2p/efap2p/internal/natsort"
 	"github.com/efap2p/efap2p/p2p"
 )
 
@@ -98,7 +98,7 @@ func List(o *p2p.Oracle, src *p2p.Sysfs) ([]Device, error) {
 			plain = append(plain, d)
 		}
 	}
-	sort.SliceStable(nics, func(i, j int) bool { return naturalLess(nics[i].IBDev, nics[j].IBDev) })
+	sort.SliceStable(nics, func(i, j int) bool { return natsort.Less(nics[i].IBDev, nics[j].IBDev) })
 	for i := range nics {
 		nics[i].Name = fmt.Sprintf("NIC%d", i)
 	}
@@ -121,46 +121,7 @@ func rdmaDevices(src *p2p.Sysfs) map[p2p.Addr][]string {
 		out[d.Addr] = append(out[d.Addr], d.Name)
 	}
 	for _, l := range out {
-		sort.Slice(l, func(i, j int) bool { return naturalLess(l[i], l[j]) })
+		sort.Slice(l, func(i, j int) bool { return natsort.Less(l[i], l[j]) })
 	}
 	return out
-}
-
-// naturalLess orders names as people count: the digit runs compare as
-// numbers (mlx5_2 < mlx5_10 < mlx5_bond_0, rdmap99s0 < rdmap100s0).
-func naturalLess(a, b string) bool {
-	for a != "" && b != "" {
-		da, db := isDigit(a[0]), isDigit(b[0])
-		switch {
-		case da && db:
-			na, ra := digitRun(a)
-			nb, rb := digitRun(b)
-			ta, tb := strings.TrimLeft(na, "0"), strings.TrimLeft(nb, "0")
-			if len(ta) != len(tb) {
-				return len(ta) < len(tb)
-			}
-			if ta != tb {
-				return ta < tb
-			}
-			if len(na) != len(nb) {
-				return len(na) < len(nb)
-			}
-			a, b = ra, rb
-		case a[0] != b[0]:
-			return a[0] < b[0]
-		default:
-			a, b = a[1:], b[1:]
-		}
-	}
-	return len(a) < len(b)
-}
-
-func isDigit(c byte) bool { return c >= '0' && c <= '9' }
-
-func digitRun(s string) (run, rest string) {
-	i := 0
-	for i < len(s) && isDigit(s[i]) {
-		i++
-	}
-	return s[:i], s[i:]
 }

@@ -3,7 +3,8 @@
 # same files as 'make install' (ctests/shim/check_install.sh compares the
 # two), with the directories of GNUInstallDirs.
 
-find_program(GO_EXECUTABLE NAMES go REQUIRED)
+# go on PATH, else where go.dev's tarball unpacks (the Makefile passes its GO)
+find_program(GO_EXECUTABLE NAMES go PATHS /usr/local/go/bin REQUIRED)
 find_package(PkgConfig QUIET)
 
 # systemd and udev take their files from /lib or /usr/lib for the /usr
@@ -31,10 +32,13 @@ set(EFAP2P_SYSTEMCTL "/bin/systemctl" CACHE FILEPATH "systemctl, as the udev rul
 # The tool, as the Makefile builds it: a PIE linked with libc by the C
 # linker, with its version and the libdir it is installed to (where
 # 'efap2p sim' looks for libefasim.so).
+# The commit --version names where go build cannot stamp it (the Makefile
+# passes it; see main.commit).
+set(EFAP2P_COMMIT "" CACHE STRING "the commit efap2p --version names")
 add_custom_target(efap2p-tool ALL
   COMMAND ${CMAKE_COMMAND} -E env CGO_ENABLED=1
           ${GO_EXECUTABLE} build -trimpath -buildmode=pie
-          "-ldflags=-linkmode=external -X main.version=${PROJECT_VERSION} -X main.libDir=${CMAKE_INSTALL_FULL_LIBDIR}"
+          "-ldflags=-linkmode=external -X main.version=${PROJECT_VERSION} -X main.libDir=${CMAKE_INSTALL_FULL_LIBDIR} -X main.commit=${EFAP2P_COMMIT} -X main.docDir=${CMAKE_INSTALL_FULL_DOCDIR} -X main.dataDir=${CMAKE_INSTALL_FULL_DATADIR}/efap2p -X main.includeDir=${CMAKE_INSTALL_FULL_INCLUDEDIR}"
           -o ${EFAP2P_BUILD_DIR}/efap2p ./cmd/efap2p
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}
   BYPRODUCTS ${EFAP2P_BUILD_DIR}/efap2p
@@ -54,7 +58,15 @@ file(GLOB _man3 ${CMAKE_SOURCE_DIR}/man/*.3)
 install(FILES ${_man1} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 install(FILES ${_man3} DESTINATION ${CMAKE_INSTALL_MANDIR}/man3)
 install(FILES ${CMAKE_SOURCE_DIR}/dist/libefap2p.supp ${CMAKE_SOURCE_DIR}/dist/efap2p.rules.yml
-  ${CMAKE_SOURCE_DIR}/dist/efap2p-check.daemonset.yaml DESTINATION ${CMAKE_INSTALL_DATADIR}/efap2p)
+  ${CMAKE_SOURCE_DIR}/dist/efap2p-check.daemonset.yaml ${CMAKE_SOURCE_DIR}/docs/check-report.schema.json
+  DESTINATION ${CMAKE_INSTALL_DATADIR}/efap2p)
+install(FILES ${CMAKE_SOURCE_DIR}/sim/preload/efasim.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# The documents the tool's help and the man pages point to (the Makefile's DOCS).
+foreach(doc README.md docs/operators.md docs/kernel-releases.md docs/topology-file.md docs/nccl-topology.md)
+  install(FILES ${CMAKE_SOURCE_DIR}/${doc} DESTINATION ${CMAKE_INSTALL_DOCDIR})
+endforeach()
+install(FILES ${CMAKE_SOURCE_DIR}/models/machines/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME machine-models.md)
+install(FILES ${CMAKE_SOURCE_DIR}/sim/preload/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME emulator.md)
 
 # The files that name install paths (the pkg-config file, the systemd
 # unit, the udev rule) are written at install time, so that they name the

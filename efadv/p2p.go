@@ -17,32 +17,22 @@ import (
 var oracle = sync.OnceValues(buildOracle)
 
 func buildOracle() (*p2p.Oracle, error) {
-	root := p2p.SysfsRoot()
-	src, err := p2p.OpenSysfs(root)
+	src, err := p2p.OpenSysfs(p2p.SysfsRoot())
 	if err != nil {
 		return nil, fmt.Errorf("efadv: the P2P oracle: %w", err)
 	}
-	rel, err := p2p.ReleaseFromEnv()
-	if err != nil {
-		warnf("%v", err)
-	}
-	kc, err := p2p.KernelConfigFromEnv()
-	if err != nil {
-		warnf("%v; whether the kernel has PCI_P2PDMA is found out as without it", err)
-	}
-	return p2p.NewOracleWith(p2p.NewTopology(src), p2p.Options{
-		TopologyFiles: p2p.TopologyFileCandidates(),
-		Warnf:         warnf,
-		Kernel:        rel,
-		KernelConfig:  kc,
-	}), nil
+	// the library's defaults: the machine's topology file, $EFAP2P_KERNEL
+	topo := p2p.NewTopology(src)
+	opts := p2p.Defaults{}.Options(topo)
+	opts.Warnf = warnf
+	return p2p.NewOracleWith(topo, opts), nil
 }
 
 // Oracle returns the process's P2P oracle, built on first use from the
 // sysfs tree libibverbs reads ($SYSFS_PATH, else /sys) and the machine's
 // topology file ($EFAP2P_TOPOLOGY, else the default places
-// /run/efap2p/topology.json, /etc/efap2p/topology.json; see
-// p2p.TopologyFileCandidates) when one describes this machine, deciding by
+// /run/efap2p/topology.json, /etc/efap2p/topology.json; see p2p.Defaults)
+// when one describes this machine, deciding by
 // the rules of the kernel release $EFAP2P_KERNEL names ("6.1.0-28-amd64",
 // "latest", "p2p-hmat"), else of the running kernel, built as the file
 // $EFAP2P_KERNEL_CONFIG says (else as /proc and /boot tell: see

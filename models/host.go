@@ -24,6 +24,9 @@ type Host struct {
 	// state unknown), unlike a model whose list lacks a module (not
 	// loaded).
 	Modules []Module `json:"modules,omitempty"`
+	// MemoryGiB is the machine's memory, split evenly over its NUMA nodes
+	// (devices/system/node/nodeN/meminfo); default 16 GiB a node.
+	MemoryGiB int `json:"memory_gib,omitempty"`
 }
 
 // DMI is the part of the machine's DMI identity a node check reads.
@@ -76,6 +79,9 @@ func (h *Host) validate() error {
 				return at([]any{"dmi", f.key}, "dmi: %s %q: one line of at most 255 bytes", f.key, f.v)
 			}
 		}
+	}
+	if h.MemoryGiB < 0 {
+		return at([]any{"memory_gib"}, "memory_gib %d: want the machine's memory in GiB", h.MemoryGiB)
 	}
 	seen := map[string]bool{}
 	for i, mod := range h.Modules {

@@ -70,6 +70,11 @@ type CPU struct {
 	ModelName  string `json:"model_name,omitempty"`
 	Sockets    int    `json:"sockets,omitempty"`
 	Hypervisor bool   `json:"hypervisor,omitempty"` // a virtual machine
+	// CPUs is the number of logical CPUs, spread evenly over the NUMA
+	// nodes (default 2 cores per node); ThreadsPerCore the SMT threads of
+	// a core (default 1).
+	CPUs           int `json:"cpus,omitempty"`
+	ThreadsPerCore int `json:"threads_per_core,omitempty"`
 }
 
 // RootBus is a PCI root bus (one host bridge) and the functions on it.

@@ -109,6 +109,9 @@ func (m *Machine) index() error {
 	if err := x.checkRanges(); err != nil {
 		return err
 	}
+	if err := m.validateCPUs(); err != nil {
+		return err
+	}
 	ibdevs := map[string]bool{}
 	for _, f := range m.EFANICs() {
 		name := f.IBDev()

@@ -33,16 +33,19 @@ const (
 // Write writes the model as a sysfs tree under dir (created if needed),
 // shaped as the kernel shapes /sys.
 func (m *Machine) Write(dir string, opt WriteOptions) error {
-	w := &treeWriter{m: m, dir: dir, opt: opt, devDir: map[p2p.Addr]string{}}
+	w := &treeWriter{m: m, dir: dir, opt: opt, devDir: map[p2p.Addr]string{}, lay: m.layout()}
+	w.nodeCPUs = w.lay.sortedNodeCPUs()
 	return w.write()
 }
 
 type treeWriter struct {
-	m      *Machine
-	dir    string
-	opt    WriteOptions
-	devDir map[p2p.Addr]string // absolute directory of each function
-	err    error
+	m        *Machine
+	dir      string
+	opt      WriteOptions
+	devDir   map[p2p.Addr]string // absolute directory of each function
+	lay      cpuLayout
+	nodeCPUs [][]int // each NUMA node's CPUs, in order
+	err      error
 }
 
 func (w *treeWriter) write() error {
@@ -54,6 +57,7 @@ func (w *treeWriter) write() error {
 	}
 	w.rootBuses()
 	w.file(filepath.Join(w.dir, "devices/system/cpu/modalias"), w.m.CPU.Modalias()+"\n")
+	w.cpus()
 	w.file(filepath.Join(w.dir, "class/infiniband_verbs/abi_version"), "6\n")
 	for i, f := range w.m.EFANICs() {
 		w.efa(i, f)
@@ -164,6 +168,16 @@ func (w *treeWriter) function(parentDir string, f *Function) {
 		}
 		w.fileMode(filepath.Join(d, a[0]), a[1]+"\n", mode)
 	}
+	w.localCPUs(d, f)
+	// lspci reads irq and resource for every function; the model has no
+	// interrupt lines or BARs, so: no IRQ, every resource empty (13 lines,
+	// 17 for a bridge's windows, as pci-sysfs writes them)
+	w.file(filepath.Join(d, "irq"), "0\n")
+	n := 13
+	if f.Kind != KindEndpoint && f.Kind != KindIntegrated && f.Kind != KindHostBridge {
+		n = 17
+	}
+	w.file(filepath.Join(d, "resource"), strings.Repeat("0x0000000000000000 0x0000000000000000 0x0000000000000000\n", n))
 	cfg := w.m.ConfigSpace(f)
 	if n := w.opt.ConfigBytes; n > 0 && n < len(cfg) {
 		cfg = cfg[:n]

@@ -40,6 +40,12 @@ var attrFormats = map[string]*regexp.Regexp{
 	"max_link_speed":     regexp.MustCompile(`^([0-9]+\.[0-9] GT/s PCIe|Unknown)\n$`),
 	"current_link_width": regexp.MustCompile(`^[0-9]+\n$`),
 	"max_link_width":     regexp.MustCompile(`^[0-9]+\n$`),
+	"irq":                regexp.MustCompile(`^[0-9]+\n$`),
+	// one line per resource: 7 (11 for a bridge) without PCI_IOV, as the
+	// booted test kernels; 13 (17) with it, as distributions build theirs
+	"resource":      regexp.MustCompile(`^(0x[0-9a-f]{16} 0x[0-9a-f]{16} 0x[0-9a-f]{16}\n){7,17}$`),
+	"local_cpus":    regexp.MustCompile(`^[0-9a-f]+(,[0-9a-f]{8})*\n$`),
+	"local_cpulist": regexp.MustCompile(`^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*\n$`),
 }
 
 var cpuModalias = regexp.MustCompile(`^cpu:type:x86,ven[0-9A-F]{4}fam[0-9A-F]{4}mod[0-9A-F]{4}:feature:(,[0-9A-F]{4})*\n$`)

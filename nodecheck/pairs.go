@@ -7,6 +7,7 @@ package nodecheck
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/efap2p/efap2p/p2p"
@@ -16,6 +17,8 @@ import (
 // puts each registration path's answer together.
 func (c *checker) buildPairs() error {
 	h := &c.r.Host
+	// what the verdicts cannot see is the same for every pair: said once
+	var notes []string
 	for ai := range c.r.Accelerators {
 		a := &c.r.Accelerators[ai]
 		for _, n := range c.r.NICs {
@@ -43,7 +46,13 @@ func (c *checker) buildPairs() error {
 			c.decide(&p, v)
 			c.r.Host.countSource(v.Source.String())
 			c.r.Pairs = append(c.r.Pairs, p)
+			if v.Note != "" && !slices.Contains(notes, v.Note) {
+				notes = append(notes, v.Note)
+			}
 		}
+	}
+	for _, n := range notes {
+		c.note("%s", n)
 	}
 	for i := range c.r.Pairs {
 		p := &c.r.Pairs[i]

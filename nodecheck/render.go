@@ -137,7 +137,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	if len(r.Notes) > 0 {
 		b.WriteString("\nNotes:\n")
 		for _, n := range r.Notes {
-			b.WriteString(indent(textwrap.Wrap("- "+Escape(n), 76), "  "))
+			// the lines after the first under the text, not the dash
+			b.WriteString("  - " + strings.TrimPrefix(indent(textwrap.Wrap(Escape(n), 74), "    "), "    "))
 		}
 	}
 	_, err := io.WriteString(w, b.String())

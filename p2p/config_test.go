@@ -22,8 +22,8 @@ func TestParseCPUModalias(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got, err := parseCPUModalias(tt.in)
-		if (err != nil) != tt.wantErr || got != tt.want || got.SupportsP2P() != tt.p2p {
-			t.Errorf("parseCPUModalias(%q) = %+v, %v (p2p %v); want %+v, err %v, p2p %v", tt.in, got, err, got.SupportsP2P(), tt.want, tt.wantErr, tt.p2p)
+		if (err != nil) != tt.wantErr || got != tt.want || got.supportsP2P() != tt.p2p {
+			t.Errorf("parseCPUModalias(%q) = %+v, %v (p2p %v); want %+v, err %v, p2p %v", tt.in, got, err, got.supportsP2P(), tt.want, tt.wantErr, tt.p2p)
 		}
 	}
 }

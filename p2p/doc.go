@@ -10,13 +10,17 @@
 //
 // OpenSysfs reads a sysfs tree (SysfsRoot: /sys, or $SYSFS_PATH as
 // libibverbs takes it), NewTopology builds the PCI model on it lazily, and
-// NewOracleWith answers over it:
+// NewOracle answers over it with the defaults of the library and the tool
+// (the machine's topology file, the kernel release $EFAP2P_KERNEL names):
 //
 //	src, err := p2p.OpenSysfs(p2p.SysfsRoot())
 //	...
-//	o := p2p.NewOracleWith(p2p.NewTopology(src), p2p.Options{TopologyFiles: p2p.TopologyFileCandidates()})
+//	o := p2p.NewOracle(p2p.NewTopology(src))
 //	v, err := o.Verdict(gpu, nic) // provider, client
 //	if v.P2P() { ... }
+//
+// Defaults turns each default off (Defaults{NoBootFile: true}.Options);
+// NewOracleWith takes only what its Options say.
 //
 // Only the functions on the paths asked about are read, and of their
 // config space only the dwords the rule needs: on a virtual machine each

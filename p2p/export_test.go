@@ -41,3 +41,10 @@ func SetKernelConfigPlacesForTest(configGz, bootDir, kallsyms string) (restore f
 	bootConfig = func(release string) string { return bootDir + "/config-" + release }
 	return func() { procConfigGz, bootConfig, procKallsyms = g, b, k }
 }
+
+// Stats returns what the Sysfs source has read so far, for the tests and
+// benchmarks that hold the oracle to its budget.
+func (s *Sysfs) Stats() sysfsStats { return s.stats() }
+
+// SysfsStats is what Stats returns.
+type SysfsStats = sysfsStats

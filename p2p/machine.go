@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -27,17 +28,78 @@ const (
 	OperatorTopologyFile = "/etc/efap2p/topology.json"
 )
 
-// TopologyFileCandidates returns the topology files a process of this
-// machine should read, in order: $EFAP2P_TOPOLOGY alone when it is set, else
-// BootTopologyFile and OperatorTopologyFile. $EFAP2P_TOPOLOGY_ROOT, for
-// tests and emulated hosts, is prepended to the default places. Neither
-// variable is honoured in a secure-execution process (setuid, setgid, file
-// capabilities: AT_SECURE), which reads only the default places.
-func TopologyFileCandidates() []string {
-	if !secenv.Secure() {
-		if f := os.Getenv("EFAP2P_TOPOLOGY"); f != "" {
-			return []string{f}
+// Defaults are what the library (libefap2p) and the tool read without
+// configuration, so that a Go program gets their answers on the same
+// machine: the boot-time topology file, else the operator's (or the file
+// $EFAP2P_TOPOLOGY names instead), and the kernel release $EFAP2P_KERNEL
+// names (with the build configuration $EFAP2P_KERNEL_CONFIG names). The
+// zero value takes them all; each field turns one off.
+type Defaults struct {
+	NoBootFile     bool // leave out BootTopologyFile
+	NoOperatorFile bool // leave out OperatorTopologyFile
+	NoTopologyEnv  bool // ignore $EFAP2P_TOPOLOGY and $EFAP2P_TOPOLOGY_ROOT
+	NoKernelEnv    bool // ignore $EFAP2P_KERNEL and $EFAP2P_KERNEL_CONFIG: the running kernel decides
+}
+
+// Options returns the options of an oracle over topo with the defaults d
+// (NewOracle takes them all). The topology files are those of the machine
+// topo reads: for this machine's sysfs tree (SysfsRoot), the file
+// $EFAP2P_TOPOLOGY names (a missing one is reported, as a named file is),
+// else the default places, below $EFAP2P_TOPOLOGY_ROOT when it is set;
+// for another tree (an emulated host, a copy of another machine's), the
+// default places below that tree, as efap2p sim lays them out; for a
+// machine model in memory, none. The environment is not honoured in a
+// secure-execution process (setuid, setgid, file capabilities).
+func (d Defaults) Options(topo *Topology) Options {
+	var opts Options
+	if !d.NoKernelEnv {
+		if v := strings.TrimSpace(os.Getenv(KernelEnv)); v != "" && os.Getuid() == os.Geteuid() && os.Getgid() == os.Getegid() {
+			if r, err := ParseRelease(v); err == nil {
+				opts.Kernel = r
+			} else {
+				opts.kernelErr = fmt.Errorf("%s: %w; using the running kernel's", KernelEnv, err)
+			}
 		}
+		kc, err := KernelConfigFromEnv()
+		if err != nil && opts.kernelErr == nil {
+			opts.kernelErr = fmt.Errorf("%w; whether the kernel has PCI_P2PDMA is found out as without it", err)
+		}
+		opts.KernelConfig = kc
+	}
+	root, ok := "", false
+	if s, isSysfs := topo.src.(*Sysfs); isSysfs {
+		root, ok = s.Root(), true
+	}
+	if !ok {
+		return opts
+	}
+	var places []string
+	if filepath.Clean(root) != filepath.Clean(SysfsRoot()) {
+		// another machine's tree: its own files, never this host's
+		places = []string{root + BootTopologyFile, root + OperatorTopologyFile}
+	} else {
+		if !d.NoTopologyEnv && !secenv.Secure() {
+			if f := os.Getenv("EFAP2P_TOPOLOGY"); f != "" {
+				opts.TopologyFile = f
+				return opts
+			}
+		}
+		places = defaultPlaces(!d.NoTopologyEnv)
+	}
+	opts.TopologyFiles = []string{}
+	if !d.NoBootFile {
+		opts.TopologyFiles = append(opts.TopologyFiles, places[0])
+	}
+	if !d.NoOperatorFile {
+		opts.TopologyFiles = append(opts.TopologyFiles, places[1])
+	}
+	return opts
+}
+
+// defaultPlaces are BootTopologyFile and OperatorTopologyFile, below
+// $EFAP2P_TOPOLOGY_ROOT when env allows it and it is set.
+func defaultPlaces(env bool) []string {
+	if env && !secenv.Secure() {
 		if root := strings.TrimRight(os.Getenv("EFAP2P_TOPOLOGY_ROOT"), "/"); root != "" {
 			return []string{root + BootTopologyFile, root + OperatorTopologyFile}
 		}

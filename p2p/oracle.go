@@ -63,7 +63,7 @@ type Options struct {
 	// through Warnf and ignored.
 	TopologyFile string
 	// TopologyFiles, when TopologyFile is "", are the places to look for
-	// one, in order (TopologyFileCandidates: the default places): the first
+	// one, in order (Defaults.Options: the default places): the first
 	// usable one is read; a missing one is skipped silently, any other
 	// that cannot be used is reported.
 	TopologyFiles []string
@@ -86,15 +86,24 @@ type Options struct {
 	// an export without reasons) need not pay for them: Explain writes
 	// them for the one pair that is asked about.
 	NoReasons bool
+
+	kernelErr error // why Defaults.Options could not take $EFAP2P_KERNEL or $EFAP2P_KERNEL_CONFIG
 }
 
-// NewOracle returns an oracle over topo with default options.
-func NewOracle(topo *Topology) *Oracle { return NewOracleWith(topo, Options{}) }
+// NewOracle returns an oracle over topo with the defaults the library and
+// the tool take (Defaults): the machine's topology file and the kernel
+// release $EFAP2P_KERNEL names. NewOracleWith takes only what its Options
+// say.
+func NewOracle(topo *Topology) *Oracle { return NewOracleWith(topo, Defaults{}.Options(topo)) }
 
-// NewOracleWith returns an oracle over topo.
+// NewOracleWith returns an oracle over topo, with the options opts (the
+// zero value: no topology file, the running kernel's rules).
 func NewOracleWith(topo *Topology, opts Options) *Oracle {
 	o := &Oracle{topo: topo, opts: opts, dirty: map[uint64]*Verdict{}, wide: map[pair]*Verdict{}, warned: map[string]bool{}}
 	o.read.Store(&map[uint64]*Verdict{})
+	if opts.kernelErr != nil {
+		o.warn("%v", opts.kernelErr)
+	}
 	rel := opts.Kernel
 	if rel.IsZero() {
 		var err error
@@ -373,10 +382,14 @@ func (o *Oracle) build(provider, client Addr, explain bool) (*Verdict, error) {
 			v.addReason(blockedReason(o.file.name, n))
 		}
 	} else if cl, err := c.Class(); err == nil && cl>>16 == 0x02 && v.P2P() {
-		v.addReason("Whether the NIC's firmware allows peer access cannot be seen in sysfs; where it does not, record it in the operator's topology file (efap2p export --peer-blocked NIC -o /etc/efap2p/topology.json).")
+		v.Note = firmwareNote
 	}
 	return v, nil
 }
+
+// firmwareNote is the Note of a NIC's verdict that allows P2P: what no
+// verdict computed from sysfs can see.
+const firmwareNote = "Whether a NIC's firmware allows peer access cannot be seen in sysfs; where it does not, record it in the operator's topology file (efap2p export --peer-blocked NIC -o " + OperatorTopologyFile + ")."
 
 // settle decides whether an inexact verdict is certain: the outcome of
 // each map type the unread inputs could have given, under the exporter's

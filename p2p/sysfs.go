@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/efap2p/efap2p/internal/natsort"
 	"github.com/efap2p/efap2p/internal/pcicfg"
 	"github.com/efap2p/efap2p/internal/pcilink"
 	"github.com/efap2p/efap2p/internal/secenv"
@@ -38,9 +39,9 @@ func SysfsRoot() string {
 	return defaultSysfsRoot
 }
 
-// SysfsStats counts what a Sysfs source has read, so that tests and
+// sysfsStats counts what a Sysfs source has read, so that tests and
 // benchmarks can hold the oracle to its budget.
-type SysfsStats struct {
+type sysfsStats struct {
 	ConfigDwords int64 // dwords of config space read
 	ConfigOpens  int64 // config files opened
 	AttrReads    int64 // attribute files read
@@ -83,9 +84,9 @@ func OpenSysfs(root string) (*Sysfs, error) {
 // Root returns the directory the source reads.
 func (s *Sysfs) Root() string { return s.root }
 
-// Stats returns what has been read so far.
-func (s *Sysfs) Stats() SysfsStats {
-	return SysfsStats{
+// stats returns what has been read so far (tests reach it as Stats).
+func (s *Sysfs) stats() sysfsStats {
+	return sysfsStats{
 		ConfigDwords: s.configDwords.Load(),
 		ConfigOpens:  s.configOpens.Load(),
 		AttrReads:    s.attrReads.Load(),
@@ -556,7 +557,9 @@ type RDMADev struct {
 }
 
 // RDMADevices lists the RDMA devices of class/infiniband that are PCI
-// functions, sorted by name.
+// functions, in the natural order of their names (rdmap99s0 before
+// rdmap100s0, mlx5_2 before mlx5_10): the order efap2p topo numbers its
+// NICs in.
 func (s *Sysfs) RDMADevices() ([]RDMADev, error) {
 	s.readdirs.Add(1)
 	names, err := readDirNames(filepath.Join(s.root, "class/infiniband"))
@@ -566,7 +569,7 @@ func (s *Sysfs) RDMADevices() ([]RDMADev, error) {
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(names)
+	slices.SortFunc(names, natsort.Compare)
 	var out []RDMADev
 	for _, n := range names {
 		if a, err := s.RDMADevice(n); err == nil {
@@ -577,14 +580,14 @@ func (s *Sysfs) RDMADevices() ([]RDMADev, error) {
 }
 
 // RDMAName returns the name of the RDMA device of PCI function a (the
-// first by name where it has several), or "" where it has none.
+// first in natural order where it has several), or "" where it has none.
 func (s *Sysfs) RDMAName(a Addr) string {
 	s.readdirs.Add(1)
 	names, err := readDirNames(s.devPath(a, "infiniband"))
 	if err != nil || len(names) == 0 {
 		return ""
 	}
-	return slices.Min(names)
+	return slices.MinFunc(names, natsort.Compare)
 }
 
 // ErrNotPCI is wrapped when an RDMA device has no PCI function (a software

@@ -192,10 +192,10 @@ func TestUntrustedTopologyFile(t *testing.T) {
 
 var errSkip = errors.New("skip")
 
-// TestTopologyFileCandidates: the first usable default place wins; a
+// TestTopologyFilePlaces: the first usable default place wins; a
 // missing one is skipped silently, an unusable one is reported and the
 // next one is read.
-func TestTopologyFileCandidates(t *testing.T) {
+func TestTopologyFilePlaces(t *testing.T) {
 	defer p2p.SetBootIDForTest("boot-a")()
 	_, p5 := writeModel(t, "p5.48xlarge", models.WriteOptions{})
 	good := p5File(t, p5, false)
@@ -219,14 +219,21 @@ func TestTopologyFileCandidates(t *testing.T) {
 	o, _ = readWith(t, p5, good, other)
 	usesFile(t, o, good)
 
+	// this machine's default places, as Defaults names them
+	t.Setenv("SYSFS_PATH", p5)
 	t.Setenv("EFAP2P_TOPOLOGY", "")
 	t.Setenv("EFAP2P_TOPOLOGY_ROOT", "/x/")
-	if got := p2p.TopologyFileCandidates(); strings.Join(got, " ") != "/x/run/efap2p/topology.json /x/etc/efap2p/topology.json" {
-		t.Errorf("candidates under EFAP2P_TOPOLOGY_ROOT: %q", got)
+	src, err := p2p.OpenSysfs(p5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo := p2p.NewTopology(src)
+	if got := (p2p.Defaults{}).Options(topo); strings.Join(got.TopologyFiles, " ") != "/x/run/efap2p/topology.json /x/etc/efap2p/topology.json" || got.TopologyFile != "" {
+		t.Errorf("default places under EFAP2P_TOPOLOGY_ROOT: %q, %q", got.TopologyFiles, got.TopologyFile)
 	}
 	t.Setenv("EFAP2P_TOPOLOGY", good)
-	if got := p2p.TopologyFileCandidates(); len(got) != 1 || got[0] != good {
-		t.Errorf("candidates with EFAP2P_TOPOLOGY: %q", got)
+	if got := (p2p.Defaults{}).Options(topo); got.TopologyFile != good || len(got.TopologyFiles) != 0 {
+		t.Errorf("with EFAP2P_TOPOLOGY: %q, %q", got.TopologyFile, got.TopologyFiles)
 	}
 }
 

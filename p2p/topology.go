@@ -107,8 +107,8 @@ const (
 	X86VendorZhaoxin = 10
 )
 
-// VendorName returns "Intel", "AMD", ... for an x86 CPU.
-func (c CPU) VendorName() string {
+// vendorName returns "Intel", "AMD", ... for an x86 CPU.
+func (c CPU) vendorName() string {
 	if c.Arch != "x86" {
 		return c.Arch
 	}
@@ -125,9 +125,9 @@ func (c CPU) VendorName() string {
 	return fmt.Sprintf("x86 vendor %d", c.Vendor)
 }
 
-// SupportsP2P is the kernel's cpu_supports_p2pdma: an AMD CPU of family
+// supportsP2P is the kernel's cpu_supports_p2pdma: an AMD CPU of family
 // 0x17 (Zen) or later.
-func (c CPU) SupportsP2P() bool {
+func (c CPU) supportsP2P() bool {
 	return c.Known && c.Arch == "x86" && c.Vendor == X86VendorAMD && c.Family >= 0x17
 }
 

@@ -63,8 +63,8 @@ var pathClassNames = []string{"UNKNOWN", "LOC", "PIX", "PXB", "PHB", "NODE", "SY
 // String returns the NCCL / nvidia-smi name, "PIX".
 func (p PathClass) String() string { return enumName(pathClassNames, p, "PathClass") }
 
-// ParsePathClass parses the names String returns.
-func ParsePathClass(s string) (PathClass, error) {
+// parsePathClass parses the names String returns.
+func parsePathClass(s string) (PathClass, error) {
 	return enumParse[PathClass](pathClassNames, s, "path class", "LOC, PIX, PXB, PHB, NODE or SYS")
 }
 
@@ -73,7 +73,7 @@ func (p PathClass) MarshalText() ([]byte, error) { return []byte(p.String()), ni
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (p *PathClass) UnmarshalText(b []byte) error {
-	v, err := ParsePathClass(string(b))
+	v, err := parsePathClass(string(b))
 	*p = v
 	return err
 }
@@ -160,8 +160,8 @@ var policyNames = []string{"unknown", "kernel", "amdgpu", "nvidia", "neuron", "x
 // or "i915".
 func (p Policy) String() string { return enumName(policyNames, p, "Policy") }
 
-// ParsePolicy parses the names String returns.
-func ParsePolicy(s string) (Policy, error) {
+// parsePolicy parses the names String returns.
+func parsePolicy(s string) (Policy, error) {
 	return enumParse[Policy](policyNames, s, "policy", "kernel, amdgpu, nvidia, neuron, xe, vfio-pci or i915")
 }
 
@@ -170,7 +170,7 @@ func (p Policy) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (p *Policy) UnmarshalText(b []byte) error {
-	v, err := ParsePolicy(string(b))
+	v, err := parsePolicy(string(b))
 	*p = v
 	return err
 }
@@ -194,8 +194,8 @@ var sourceNames = []string{"unknown", "computed", "acpi", "topology-file"}
 // String returns "computed", "acpi" or "topology-file".
 func (s VerdictSource) String() string { return enumName(sourceNames, s, "VerdictSource") }
 
-// ParseVerdictSource parses the names String returns.
-func ParseVerdictSource(s string) (VerdictSource, error) {
+// parseVerdictSource parses the names String returns.
+func parseVerdictSource(s string) (VerdictSource, error) {
 	return enumParse[VerdictSource](sourceNames, s, "source", "computed, acpi or topology-file")
 }
 
@@ -204,7 +204,7 @@ func (s VerdictSource) MarshalText() ([]byte, error) { return []byte(s.String())
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (s *VerdictSource) UnmarshalText(b []byte) error {
-	v, err := ParseVerdictSource(string(b))
+	v, err := parseVerdictSource(string(b))
 	*s = v
 	return err
 }

@@ -80,6 +80,11 @@ type Verdict struct {
 	// what an administrator can change (the kernel's own advice).
 	Reason string `json:"reason"`
 	Hint   string `json:"hint,omitempty"`
+	// Note, when set, says what the verdict cannot see and how to record
+	// it: it is the same for every pair it applies to, so a report of many
+	// verdicts says it once (a NIC's firmware that blocks peer access is
+	// invisible in sysfs).
+	Note string `json:"note,omitempty"`
 
 	fig *figures // bandwidth and latency, worked out on first use
 
@@ -318,7 +323,7 @@ func (t *Topology) decideHost(ru *kernelRules, pr, cr RootBus) hostDecision {
 	var d hostDecision
 	cpu, err := t.CPU()
 	d.cpu, d.cpuKnown = cpu, err == nil && cpu.Known
-	if ru.CPURule && cpu.SupportsP2P() {
+	if ru.CPURule && cpu.supportsP2P() {
 		d.byCPU = true
 		return d
 	}
@@ -398,7 +403,7 @@ func hostBridgeReason(ru *kernelRules, v *Verdict, p, c *Function, acsPath bool,
 	}
 	switch {
 	case d.byCPU:
-		fmt.Fprintf(&why, "The %s family 0x%x CPU supports P2P DMA through its host bridges (THRU_HOST_BRIDGE, distance %d).", d.cpu.VendorName(), d.cpu.Family, v.Distance)
+		fmt.Fprintf(&why, "The %s family 0x%x CPU supports P2P DMA through its host bridges (THRU_HOST_BRIDGE, distance %d).", d.cpu.vendorName(), d.cpu.Family, v.Distance)
 	case d.bridge.ok:
 		name := func(e *WhitelistEntry) string {
 			if e.Device == AnyDevice {
@@ -425,7 +430,7 @@ func hostBridgeReason(ru *kernelRules, v *Verdict, p, c *Function, acsPath bool,
 		case !d.cpuKnown:
 			why.WriteString("; the CPU could not be identified, so the AMD rule was not applied")
 		default:
-			fmt.Fprintf(&why, "; the %s CPU does not qualify for the CPU rule (AMD family 0x17 or later)", d.cpu.VendorName())
+			fmt.Fprintf(&why, "; the %s CPU does not qualify for the CPU rule (AMD family 0x17 or later)", d.cpu.vendorName())
 		}
 		why.WriteString(".")
 	}

@@ -29,7 +29,7 @@ echo
 echo "== the same binary with libefap2p.so preloaded:"
 echo "==   LD_PRELOAD=$build/libefap2p.so efap2p sim --machine p5.48xlarge -- p2p_caps --peer rdmap79s0=0000:53:00.0"
 # efap2p sim appends the emulator's library to LD_PRELOAD: preloading ours
-# when starting it keeps both (efap2p itself is static and unaffected)
+# when starting it keeps both (efap2p loads it too, and never calls it)
 out=$(LD_PRELOAD="$(cd "$build" && pwd)/libefap2p.so" \
 	"$build/efap2p" sim --machine p5.48xlarge -- "$caps" --peer rdmap79s0=0000:53:00.0)
 echo "$out" | head -2

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/efap2p/efap2p/models"
@@ -47,8 +49,9 @@ func (opt *RunOptions) logf(format string, args ...any) {
 // COMMAND): the machine's tree (WriteTree) in a new temporary directory,
 // the command's environment from EmulatorEnv, with EFAP2P_KERNEL set to
 // the machine's kernel release so that the oracle inside decides by the
-// emulated host's rules. The tree is removed when the command ends, unless
-// opt.Keep is set. Run returns the command's exit status as a shell
+// emulated host's rules. When the installed libefa does not claim the
+// machine's EFA devices, Run says so first (ProviderNote). The tree is
+// removed when the command ends, unless opt.Keep is set. Run returns the command's exit status as a shell
 // reports it: 128+N when signal N killed it, 127 when it cannot be found,
 // 126 when it cannot be run; SIGTERM and SIGHUP sent to this process are
 // passed on to it.
@@ -82,6 +85,9 @@ func Run(m *models.Machine, command []string, opt RunOptions) (int, error) {
 	if err := WriteTree(m, dir, topt); err != nil {
 		return 0, fmt.Errorf("sim: writing machine %s: %w", m.Name, err)
 	}
+	if note := ProviderNote(m); note != "" {
+		opt.logf("%s", note)
+	}
 	return runChild(command, EmulatorEnv(os.Environ(), dir, opt.Library, []string{p2p.KernelEnv}, p2p.KernelEnv+"="+m.KernelRelease().String()), opt)
 }
 
@@ -92,6 +98,11 @@ func Run(m *models.Machine, command []string, opt RunOptions) (int, error) {
 // outlives them to clean up.
 func runChild(command []string, env []string, opt RunOptions) (int, error) {
 	cmd := exec.Command(command[0], command[1:]...)
+	// the command is looked for on the emulated host's PATH, as a shell
+	// inside it would (the tree's BinDir first)
+	if p, ok := lookPathIn(command[0], env); ok {
+		cmd.Path, cmd.Err = p, nil
+	}
 	cmd.Env = env
 	cmd.Stdin = opt.Stdin
 	cmd.Stdout = opt.Stdout
@@ -145,4 +156,28 @@ func treeBase() string {
 		return "/dev/shm"
 	}
 	return ""
+}
+
+// lookPathIn finds an executable name (without a slash) in the PATH of
+// env.
+func lookPathIn(name string, env []string) (string, bool) {
+	if strings.Contains(name, "/") {
+		return "", false
+	}
+	for _, kv := range env {
+		path, ok := strings.CutPrefix(kv, "PATH=")
+		if !ok {
+			continue
+		}
+		for _, d := range filepath.SplitList(path) {
+			if d == "" {
+				continue
+			}
+			p := filepath.Join(d, name)
+			if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+				return p, true
+			}
+		}
+	}
+	return "", false
 }

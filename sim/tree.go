@@ -40,9 +40,13 @@ type TreeOptions struct {
 // WriteTree writes the tree of an emulated host under dir (created if
 // needed): the model's sysfs tree (models.Machine.Write) and, at its root,
 // the emulator's configuration (EmulatorConfigName) and the kernel's
-// (KernelConfigName).
+// (KernelConfigName), and what lets lstopo and lspci read the tree
+// (FSRootDir, BinDir).
 func WriteTree(m *models.Machine, dir string, opt TreeOptions) error {
 	if err := m.Write(dir, opt.WriteOptions); err != nil {
+		return err
+	}
+	if err := writeViewers(dir); err != nil {
 		return err
 	}
 	conf, err := emulatorConfig(m, opt)

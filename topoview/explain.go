@@ -58,6 +58,9 @@ func WriteExplain(out io.Writer, o *p2p.Oracle, src *p2p.Sysfs, v *p2p.Verdict) 
 	if v.Hint != "" {
 		fmt.Fprintf(out, "\nhint: %s\n", v.Hint)
 	}
+	if v.Note != "" {
+		fmt.Fprintf(out, "\n%s\n", textwrap.Wrap(v.Note, 78))
+	}
 }
 
 // WriteAll writes the verdict of every ordered pair of functions that are

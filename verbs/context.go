@@ -20,6 +20,11 @@ import (
 // another library this module loads) being absent or too old.
 var ErrNoLibrary = dl.ErrNoLibrary
 
+// ErrNoDevice is wrapped when there is no RDMA device to open: the host's
+// kernel has no RDMA support (libibverbs' ENOSYS, wrapped too), or no
+// device has the name asked for (ENODEV, wrapped too).
+var ErrNoDevice = errors.New("no RDMA device")
+
 // ErrClosed is wrapped by every error from a Context, PD or MR that was
 // already closed, deallocated or deregistered.
 var ErrClosed = errors.New("verbs: handle already closed")
@@ -69,7 +74,7 @@ func Open(name string) (*Context, error) {
 		}
 		return &Context{ptr: ctx, dev: d, pds: map[*PD]struct{}{}}, nil
 	}
-	return nil, fmt.Errorf("verbs: no RDMA device named %q: %w", name, syscall.ENODEV)
+	return nil, fmt.Errorf("verbs: %w named %q (%w)", ErrNoDevice, name, syscall.ENODEV)
 }
 
 // Name returns the device's verbs name.

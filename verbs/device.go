@@ -3,7 +3,9 @@
 package verbs
 
 import (
+	"errors"
 	"fmt"
+	"syscall"
 	"unsafe"
 
 	"github.com/efap2p/efap2p/abi"
@@ -116,7 +118,12 @@ func deviceList(f *fns) (uintptr, []uintptr, error) {
 	num := new(int32)
 	list, errno := dl.CallErrno(f.getDeviceList, uintptr(unsafe.Pointer(num)))
 	if list == 0 {
-		return 0, nil, callErr("ibv_get_device_list", dl.ErrnoOrEIO(errno))
+		err := dl.ErrnoOrEIO(errno)
+		if errors.Is(err, syscall.ENOSYS) {
+			// libibverbs' word for a kernel without RDMA (no uverbs)
+			return 0, nil, fmt.Errorf("verbs: %w: the kernel has no RDMA support (ibv_get_device_list: %w)", ErrNoDevice, err)
+		}
+		return 0, nil, callErr("ibv_get_device_list", err)
 	}
 	n := int(*num)
 	if n < 0 {
@@ -126,8 +133,8 @@ func deviceList(f *fns) (uintptr, []uintptr, error) {
 }
 
 // Devices returns the RDMA devices libibverbs finds, in its order. A host
-// without RDMA support gives the error libibverbs gives (ENOSYS when the
-// kernel has no uverbs); no library, an error wrapping ErrNoLibrary.
+// without RDMA support gives an error wrapping ErrNoDevice (and
+// libibverbs' ENOSYS); no library, an error wrapping ErrNoLibrary.
 func Devices() ([]Device, error) {
 	f, err := loadFns()
 	if err != nil {

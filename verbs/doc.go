@@ -24,7 +24,9 @@
 // errors.Is(err, syscall.EOPNOTSUPP) and the like work: errno is read
 // through libc's __errno_location on the thread that made the call, for
 // functions that return a pointer, and taken from the return value for
-// those that return an int.
+// those that return an int. A host without RDMA support, where
+// libibverbs answers ENOSYS, and a device name that is not there give
+// errors wrapping ErrNoDevice.
 //
 // # Handles and threads
 //

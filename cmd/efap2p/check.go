@@ -22,7 +22,11 @@ func init() {
 	register(&command{name: "check", summary: "will GPUDirect RDMA work on this node? every accelerator's P2P NICs, and what is in the way", run: runCheck})
 }
 
-const checkUsage = `Usage: efap2p check [--sysfs DIR] [--topology FILE] [--expect MODEL] [--kernel RELEASE]
+// checkUsage is check's --help text (a function: it names the installed
+// documents' paths).
+func checkUsage() string {
+	return `Usage: efap2p check [--sysfs DIR] [--topology FILE] [--expect MODEL]
+                    [--kernel RELEASE]
                     [--json | --format text|json|prometheus|line|nfd] [-o FILE]
 
 Tells whether GPUDirect RDMA works on this node: for every accelerator, the
@@ -40,13 +44,18 @@ without accelerators (a CPU node) is "not applicable", which is healthy.
 
 Formats:
   text        for people (default)
-  json        the report, docs/check-report.schema.json (--json is the same)
+  json        the report (--json is the same); its JSON Schema:
+                ` + dataFile("check-report.schema.json") + `
   prometheus  a node_exporter textfile-collector file: one gauge per pair
               and per finding (write it with -o DIR/efap2p.prom)
   line        one short line on stdout, for Kubernetes node-problem-detector
-              custom plugins and Slurm health checks (docs/operators.md)
+              custom plugins and Slurm health checks
   nfd         a node-feature-discovery feature file (features.d/efap2p):
               efa.p2p=true, the status, the counts, the instance type
+
+The configurations for node-problem-detector, Slurm, Prometheus and the
+others:
+  ` + docFile("operators.md") + `
 
 Exit status: 0 all good or not applicable, 1 degraded (findings), 2 bad usage,
 3 could not tell (uncertain verdicts only, or the machine could not be read).
@@ -55,6 +64,7 @@ problem, 2 unknown (also bad usage).
 
 Options:
 `
+}
 
 func runCheck(args []string, stdout, stderr io.Writer) error {
 	err := checkCommand(args, stdout, stderr)
@@ -86,7 +96,7 @@ func checkCommand(args []string, stdout, stderr io.Writer) error {
 	format := fs.String("format", "text", "output `FORMAT`: text, json, prometheus, line or nfd")
 	expect := fs.String("expect", "", "compare with machine `MODEL` (a built-in name, see 'efap2p sim list', or a model file)")
 	out := fs.String("o", "", "write the output to `FILE` (atomically: a textfile collector never reads half a file)")
-	if err := parseFlags(fs, args, checkUsage, stderr); err != nil {
+	if err := parseFlags(fs, args, checkUsage(), stderr); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {
@@ -173,12 +183,8 @@ func checkNode(of *oracleFlags, opt nodecheck.Options) (*nodecheck.Report, error
 		}
 		return nil, err
 	}
-	opt.Oracle, opt.Root = o, src.Root()
+	opt.Oracle, opt.Root, opt.TopologyFile = o, src.Root(), of.named
 	opt.Userspace = userspaceDevices(src.Root())
-	opt.TopologyFile = of.topology
-	if opt.TopologyFile == "" {
-		opt.TopologyFile = os.Getenv("EFAP2P_TOPOLOGY")
-	}
 	return nodecheck.Run(opt)
 }
 

@@ -17,12 +17,17 @@ func init() {
 	register(&command{name: "export", summary: "write the machine's verdicts to a topology file (run once as root)", run: runExport})
 }
 
-const exportUsage = `Usage: efap2p export [--sysfs DIR] [--format json|nccl] [--peer-blocked NIC]... [--boot] [--reasons] [-o FILE]
+// exportUsage is export's --help text (a function: it names the installed
+// documents' paths).
+func exportUsage() string {
+	return `Usage: efap2p export [--sysfs DIR] [--kernel RELEASE] [--format json|nccl]
+                     [--peer-blocked NIC]... [--boot] [--force] [--reasons] [-o FILE]
 
 Work out the verdict of every accelerator with every NIC and every other
-accelerator, and write them as a topology file (--format json, the default;
-docs/topology-file.md) that every process then reads instead of reading
-config space, or as an NCCL topology XML (--format nccl) for NCCL_TOPO_FILE.
+accelerator, and write them as a topology file (--format json, the default)
+that every process then reads instead of reading config space, or as an
+NCCL topology XML (--format nccl) for NCCL_TOPO_FILE. The topology file's
+format: ` + docFile("topology-file.md") + `.
 
 The topology file records the machine it describes (the kernel release, its
 PCI functions with their IDs; with --boot, this boot's ID): readers ignore a
@@ -59,6 +64,7 @@ recorded (outcome, map type, distance, path).
 
 Options:
 `
+}
 
 // addrsFlag collects repeated PCI address flags.
 type addrsFlag []p2p.Addr
@@ -87,7 +93,7 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 	reasons := fs.Bool("reasons", false, "write each pair's explanation into the topology file")
 	var blocked addrsFlag
 	fs.Var(&blocked, "peer-blocked", "`NIC` whose firmware blocks peer access (repeatable, or comma-separated)")
-	if err := parseFlags(fs, args, exportUsage, stderr); err != nil {
+	if err := parseFlags(fs, args, exportUsage(), stderr); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {
@@ -100,19 +106,14 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 	if *boot && *format != "json" {
 		return usagef("--boot writes a topology file: it takes --format json")
 	}
-	defaults := p2p.TopologyFileCandidates()
-	of.inputs = []string{}
-	if *boot {
-		// the operator's file: the last default place
-		of.inputs = defaults[len(defaults)-1:]
-		if *out == "" {
-			*out = defaults[0]
-		}
-	}
+	of.export, of.boot = true, *boot
 	of.noReasons = !*reasons
 	o, src, err := of.open()
 	if err != nil {
 		return err
+	}
+	if *boot && *out == "" {
+		*out = of.bootFile
 	}
 	var data []byte
 	switch *format {

@@ -27,6 +27,8 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/efap2p/efap2p/internal/textwrap"
 )
 
 // A command is one subcommand of efap2p.
@@ -118,7 +120,9 @@ func printUsage(w io.Writer) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
+		// the summary filled to 80 columns, under itself
+		text := textwrap.Wrap(commands[n].summary, 80-len("  command  "))
+		fmt.Fprintf(w, "  %-8s %s\n", n, strings.ReplaceAll(text, "\n", "\n"+strings.Repeat(" ", len("  command  "))))
 	}
 	fmt.Fprint(w, `
 Run 'efap2p COMMAND --help' for a command's options, 'efap2p --version' for

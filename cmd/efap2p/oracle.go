@@ -26,10 +26,14 @@ type oracleFlags struct {
 	kconfig  string  // --kernel-config
 	json     bool
 	stderr   io.Writer
-	// inputs, when not nil, are the topology files to read instead of the
-	// default places (export reads only the operator's file, and only
-	// with --boot).
-	inputs []string
+	// export is set for export, which reads only the operator's file,
+	// and only with boot (--boot); bootFile is then the boot-time file of
+	// the machine read, where export --boot writes by default.
+	export, boot bool
+	bootFile     string
+	// named is the topology file open read by name (--topology, or
+	// $EFAP2P_TOPOLOGY for this machine), "" for the default places.
+	named string
 	// noReasons: the command prints no verdict's reason (p2p.Options).
 	noReasons bool
 }
@@ -42,7 +46,7 @@ func (o *oracleFlags) register(fs *flag.FlagSet, withTopology bool) {
 	})
 	fs.StringVar(&o.kconfig, "kernel-config", "", "the kernel's build configuration `FILE` (as /boot/config-RELEASE, or /proc/config.gz), for whether it has PCI_P2PDMA (default $"+p2p.KernelConfigEnv+", else what the live system tells: /proc/config.gz, /boot/config-RELEASE, /proc/kallsyms)")
 	if withTopology {
-		fs.StringVar(&o.topology, "topology", "", "topology `FILE` written by 'efap2p export' (default $EFAP2P_TOPOLOGY, else "+p2p.BootTopologyFile+" or "+p2p.OperatorTopologyFile+")")
+		fs.StringVar(&o.topology, "topology", "", "topology `FILE` written by 'efap2p export' (default $EFAP2P_TOPOLOGY, else "+p2p.BootTopologyFile+" or "+p2p.OperatorTopologyFile+"; with --sysfs DIR, DIR"+p2p.BootTopologyFile+" or DIR"+p2p.OperatorTopologyFile+")")
 	}
 }
 
@@ -63,23 +67,32 @@ func (o *oracleFlags) open() (*p2p.Oracle, *p2p.Sysfs, error) {
 	if err != nil {
 		return nil, nil, inputError{err}
 	}
-	opts := p2p.Options{TopologyFile: o.topology, TopologyFiles: o.inputs, NoReasons: o.noReasons}
-	if opts.TopologyFile == "" && opts.TopologyFiles == nil {
-		opts.TopologyFiles = p2p.TopologyFileCandidates()
+	// the machine's defaults, as the library takes them: a tree given
+	// with --sysfs is another machine, with topology files of its own
+	topo := p2p.NewTopology(src)
+	opts := p2p.Defaults{}.Options(topo)
+	places := opts.TopologyFiles
+	if opts.TopologyFile != "" {
+		places = []string{opts.TopologyFile}
 	}
 	switch {
-	case o.kernel != nil:
+	case o.export:
+		opts.TopologyFile, opts.TopologyFiles = "", []string{}
+		if o.boot {
+			opts.TopologyFiles, o.bootFile = places[len(places)-1:], places[0]
+		}
+	case o.topology != "":
+		opts.TopologyFile, opts.TopologyFiles = o.topology, nil
+	}
+	o.named = opts.TopologyFile
+	if o.kernel != nil {
 		r, err := p2p.ParseRelease(*o.kernel)
 		if err != nil {
 			return nil, nil, usagef("--kernel: %w", err)
 		}
 		opts.Kernel = r
-	default:
-		r, err := p2p.ReleaseFromEnv()
-		if err != nil {
-			return nil, nil, usageError{err}
-		}
-		opts.Kernel = r
+	} else if _, err := p2p.ReleaseFromEnv(); err != nil {
+		return nil, nil, usageError{err}
 	}
 	if o.kconfig != "" {
 		k, err := p2p.ReadKernelConfigFile(o.kconfig)
@@ -95,7 +108,8 @@ func (o *oracleFlags) open() (*p2p.Oracle, *p2p.Sysfs, error) {
 		opts.KernelConfig = k
 	}
 	opts.Warnf = o.warnf()
-	return p2p.NewOracleWith(p2p.NewTopology(src), opts), src, nil
+	opts.NoReasons = o.noReasons
+	return p2p.NewOracleWith(topo, opts), src, nil
 }
 
 // warnf reports what the oracle works around on stderr.
@@ -106,8 +120,13 @@ func (o *oracleFlags) warnf() func(string, ...any) {
 	return func(format string, args ...any) { fmt.Fprintf(o.stderr, "efap2p: warning: "+format+"\n", args...) }
 }
 
-const explainUsage = `Usage: efap2p explain [--sysfs DIR] [--topology FILE] [--kernel RELEASE] [--json] PROVIDER CLIENT
-       efap2p explain --all [--sysfs DIR] [--topology FILE] [--kernel RELEASE] [--json]
+// explainUsage is explain's --help text (a function: it names an installed
+// document's path).
+func explainUsage() string {
+	return `Usage: efap2p explain [--sysfs DIR] [--topology FILE] [--kernel RELEASE]
+                      [--json] PROVIDER CLIENT
+       efap2p explain --all [--sysfs DIR] [--topology FILE] [--kernel RELEASE]
+                      [--json]
 
 The P2P DMA verdict for a DMA from CLIENT (e.g. a NIC) into memory owned by
 PROVIDER (e.g. a GPU), by both registration paths: the dma-buf one (the
@@ -127,10 +146,12 @@ writes it (0000:53:00.0, or 53:00.0 in domain 0000):
 
 With --all, every ordered pair of PCI functions that are not PCI-to-PCI
 bridges, in address order: the pairs a kernel test module can ask the
-kernel about (docs/kernel-releases.md, "Checked against booted kernels").
+kernel about ("Checked against booted kernels" in
+` + docFile("kernel-releases.md") + `).
 
 Options:
 `
+}
 
 func runExplain(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
@@ -138,7 +159,7 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 	of.register(fs, true)
 	of.registerJSON(fs)
 	all := fs.Bool("all", false, "every ordered pair of PCI functions that are not bridges, one line each (one JSON object a line with --json)")
-	if err := parseFlags(fs, args, explainUsage, stderr); err != nil {
+	if err := parseFlags(fs, args, explainUsage(), stderr); err != nil {
 		return err
 	}
 	if *all {

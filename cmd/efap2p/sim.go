@@ -18,8 +18,12 @@ func init() {
 	register(&command{name: "sim", summary: "run a command inside an emulated EFA host; list and write machine models", run: runSim})
 }
 
-const simUsage = `Usage:
-  efap2p sim [--machine NAME | --model FILE] [--fabric DIR] [--keep] -- COMMAND [ARGS...]
+// simUsage is sim's --help text (a function: it names the installed
+// documents' paths).
+func simUsage() string {
+	return `Usage:
+  efap2p sim [--machine NAME | --model FILE] [--fabric DIR] [--keep]
+             -- COMMAND [ARGS...]
       run COMMAND inside an emulated EFA host
   efap2p sim list
       list the built-in machine models
@@ -45,6 +49,15 @@ Running a command:
   EFASIM_TRACE=1 makes the library log each
   emulated call on stderr. The tree is removed when COMMAND ends, unless
   --keep is given (then its path is printed on stderr).
+
+  lspci, lstopo and efap2p topo inside show the emulated machine, its CPUs
+  and NUMA nodes: HWLOC_FSROOT names the tree for hwloc, and an lspci first
+  on PATH passes it to libpci (-O sysfs.path=TREE/bus/pci).
+
+  A program inside makes fake dma-bufs owned by the model's accelerators
+  with libefasim's efasim_dmabuf_create(), declared in
+    ` + headerFile("efasim.h") + `
+  What the emulator answers, and how: ` + docFile("emulator.md") + `
 
   --fabric DIR makes the host one of several sharing the fabric directory
   DIR: each efap2p sim given the same DIR is another host (the lowest free
@@ -75,6 +88,7 @@ Exit status:
   cannot be found, 126 when it cannot be run; 2 for bad usage, an unknown
   model or a missing library; 1 when the tree cannot be written.
 `
+}
 
 func runSim(args []string, stdout, stderr io.Writer) error {
 	sub, rest := splitSub(args)
@@ -98,7 +112,7 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 // simHelp is sim's --help: the usage, then the options of each form.
 func simHelp() error {
 	var b strings.Builder
-	b.WriteString(simUsage)
+	b.WriteString(simUsage())
 	fs, _, _, _ := simRunFlags()
 	b.WriteString("\nOptions of 'efap2p sim ... -- COMMAND':\n")
 	writeOptions(&b, fs)
@@ -116,7 +130,7 @@ type modelFlags struct {
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&m.machine, "machine", "", "built-in machine model `NAME` (default "+models.DefaultMachine+"; see 'efap2p sim list')")
-	fs.StringVar(&m.model, "model", "", "machine model `FILE` (JSON, see models/machines/README.md)")
+	fs.StringVar(&m.model, "model", "", "machine model `FILE` (JSON, its format: "+docFile("machine-models.md")+")")
 }
 
 func (m *modelFlags) load() (*models.Machine, error) {
@@ -160,7 +174,7 @@ func simRun(args []string, stdout, stderr io.Writer) error {
 	dash := slices.Index(args, "--")
 	if dash < 0 {
 		fset, _, _, _ := simRunFlags()
-		if err := parseFlags(fset, args, simUsage, stderr); err != nil {
+		if err := parseFlags(fset, args, simUsage(), stderr); err != nil {
 			if _, ok := err.(helpText); ok {
 				return simHelp()
 			}
@@ -169,7 +183,7 @@ func simRun(args []string, stdout, stderr io.Writer) error {
 		return usagef("put the command to run after --")
 	}
 	fset, mf, keep, fabric := simRunFlags()
-	if err := parseFlags(fset, args[:dash], simUsage, stderr); err != nil {
+	if err := parseFlags(fset, args[:dash], simUsage(), stderr); err != nil {
 		if _, ok := err.(helpText); ok {
 			return simHelp()
 		}

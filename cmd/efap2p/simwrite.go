@@ -43,12 +43,24 @@ func simWriteFlags() (*flag.FlagSet, *modelFlags, *bool, *bool) {
 	return fs, mf, unpriv, force
 }
 
+const simWriteUsage = `Usage: efap2p sim write [--machine NAME | --model FILE] [--unprivileged]
+                        [--force] DIR
+
+Write a machine model (default ` + models.DefaultMachine + `) under DIR as the sysfs tree
+of an emulated host, the one 'efap2p sim -- COMMAND' writes for its
+command, with the emulator's configuration, efasim.conf, at its root. The
+commands of efap2p read it with --sysfs DIR; libibverbs, with libefasim.so
+preloaded, with SYSFS_PATH=DIR.
+
+DIR must be new or empty. --force replaces a tree written there before (a
+directory holding efasim.conf); any other non-empty DIR is refused.
+
+Options:
+`
+
 func simWrite(args []string, stdout, stderr io.Writer) error {
 	fs, mf, unpriv, force := simWriteFlags()
-	if err := parseFlags(fs, args, simUsage, stderr); err != nil {
-		if _, ok := err.(helpText); ok {
-			return simHelp()
-		}
+	if err := parseFlags(fs, args, simWriteUsage, stderr); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {

@@ -62,16 +62,19 @@ func TestTopoLayout(t *testing.T) {
 	}
 	// Hand-checked against the model: GPU0 (53:00.0) shares its switch
 	// with the NICs on 4f..52:00.0 (rdmap79s0..rdmap82s0), PIX; GPU4
-	// (97:00.0) is on the other socket (SYS), NUMA node 1.
+	// (97:00.0) is on the other socket (SYS), NUMA node 1. The model's 192
+	// CPUs, 2 threads a core, split over its 2 nodes as Linux numbers them:
+	// node 0 has 0-47 and their siblings 96-143, node 1 the rest.
+	const node0, node1 = "0-47,96-143", "48-95,144-191"
 	for _, tc := range []struct {
 		row  string
 		want []string
 	}{
-		{"GPU0", []string{"X", "NODE", "NODE", "NODE", "SYS", "SYS", "SYS", "SYS", "N/A", "0"}},
-		{"NIC0", []string{"PIX", "NODE", "NODE", "NODE", "SYS", "SYS", "SYS", "SYS", "N/A", "0"}},
-		{"NIC3", []string{"PIX", "NODE", "NODE", "NODE", "SYS", "SYS", "SYS", "SYS", "N/A", "0"}},
-		{"NIC4", []string{"NODE", "PIX", "NODE", "NODE", "SYS", "SYS", "SYS", "SYS", "N/A", "0"}},
-		{"NIC16", []string{"SYS", "SYS", "SYS", "SYS", "PIX", "NODE", "NODE", "NODE", "N/A", "1"}},
+		{"GPU0", []string{"X", "NODE", "NODE", "NODE", "SYS", "SYS", "SYS", "SYS", node0, "0"}},
+		{"NIC0", []string{"PIX", "NODE", "NODE", "NODE", "SYS", "SYS", "SYS", "SYS", node0, "0"}},
+		{"NIC3", []string{"PIX", "NODE", "NODE", "NODE", "SYS", "SYS", "SYS", "SYS", node0, "0"}},
+		{"NIC4", []string{"NODE", "PIX", "NODE", "NODE", "SYS", "SYS", "SYS", "SYS", node0, "0"}},
+		{"NIC16", []string{"SYS", "SYS", "SYS", "SYS", "PIX", "NODE", "NODE", "NODE", node1, "1"}},
 	} {
 		if got := rows[tc.row]; !slices.Equal(got, tc.want) {
 			t.Errorf("row %s: %q, want %q", tc.row, got, tc.want)
@@ -104,10 +107,14 @@ func TestTopoLayout(t *testing.T) {
 func TestTopoAffinity(t *testing.T) {
 	dir := writeTree(t, "p5.48xlarge")
 	dev := func(a string) string { return filepath.Join(dir, "bus/pci/devices", a) }
-	if err := os.WriteFile(filepath.Join(dev("0000:53:00.0"), "local_cpulist"), []byte("0-47,96-143\n"), 0o644); err != nil {
-		t.Fatal(err)
+	// GPU1 (64:00.0) and NIC1 (50:00.0) as sysfs shows them when it does
+	// not say: no local_cpulist, and GPU1's node unknown
+	for _, a := range []string{"0000:64:00.0", "0000:50:00.0"} {
+		if err := os.Remove(filepath.Join(dev(a), "local_cpulist")); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := os.WriteFile(filepath.Join(dev("0000:4f:00.0"), "local_cpulist"), []byte("0-47,96-143\n"), 0o644); err != nil {
+	if err := os.Remove(filepath.Join(dev("0000:64:00.0"), "numa_node")); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dev("0000:64:00.0"), "numa_node"), []byte("-1\n"), 0o644); err != nil {

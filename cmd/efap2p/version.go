@@ -34,15 +34,21 @@ func toolVersion() string {
 	return "devel"
 }
 
-// buildLine says how the binary was built: Go release, platform and, when
-// go build recorded it, the commit.
+// commit is the commit the binary was built from, for builds without the
+// VCS stamp of go build (a Debian package is built from a copy of the
+// tree, without .git): the Makefile passes it, as
+// -X main.commit=0123abcd...[+modified].
+var commit string
+
+// buildLine says how the binary was built: Go release, platform and the
+// commit (go build's VCS stamp, else the one the Makefile passed).
 func buildLine() string {
 	s := fmt.Sprintf("built with %s for %s/%s", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	var rev, modified string
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return s
+		bi = &debug.BuildInfo{}
 	}
-	var rev, modified string
 	for _, kv := range bi.Settings {
 		switch kv.Key {
 		case "vcs.revision":
@@ -51,6 +57,12 @@ func buildLine() string {
 			if kv.Value == "true" {
 				modified = ", modified"
 			}
+		}
+	}
+	if rev == "" && commit != "" {
+		var dirty bool
+		if rev, dirty = strings.CutSuffix(commit, "+modified"); dirty {
+			modified = ", modified"
 		}
 	}
 	if rev != "" {

@@ -51,7 +51,10 @@ for f in bin/efap2p lib/libefap2p.so lib/libefap2p.so.1 "lib/libefap2p.so.$versi
 	lib/pkgconfig/efap2p.pc share/man/man1/efap2p.1 share/man/man3/efadv_p2p_query_peer.3 \
 	share/man/man3/efadv_p2p_query_dmabuf.3 share/man/man3/efadv_query_device_p2p.3 \
 	share/efap2p/libefap2p.supp share/efap2p/slurm-healthcheck share/efap2p/efap2p.rules.yml \
-	share/efap2p/efap2p-check.daemonset.yaml lib/systemd/system/efap2p-topology.service \
+	share/efap2p/efap2p-check.daemonset.yaml share/efap2p/check-report.schema.json include/efasim.h \
+	share/doc/efap2p/operators.md share/doc/efap2p/kernel-releases.md share/doc/efap2p/topology-file.md \
+	share/doc/efap2p/machine-models.md share/doc/efap2p/emulator.md share/doc/efap2p/README.md \
+	lib/systemd/system/efap2p-topology.service \
 	lib/udev/rules.d/70-efap2p-topology.rules; do
 	[ -e "$tmp/make/$f" ] || fail "$f not installed"
 done

@@ -118,8 +118,8 @@ struct efadv_p2p_attr {
 	/* Why, in a sentence or more: NUL-terminated, owned by the library,
 	 * valid until the process exits. */
 	const char *reason;
-	/* Filled when inlen reaches them (efap2p 1.1; older callers pass the
-	 * 64 bytes up to reason and keep working). map_type..outcome above
+	/* Filled when inlen reaches them: a caller that passes the 64 bytes
+	 * up to reason gets the fields above only. map_type..outcome above
 	 * are the dma-buf path (ibv_reg_dmabuf_mr: p2pdma and the exporter's
 	 * rule); the peer-memory path registers the accelerator's memory by
 	 * address (ibv_reg_mr) through the EFA driver's provider. */

@@ -8,6 +8,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/efap2p/efap2p/internal/secenv"
@@ -17,5 +18,16 @@ import (
 func main() {
 	fmt.Printf("secure %v\n", secenv.Secure())
 	fmt.Printf("sysfs %s\n", p2p.SysfsRoot())
-	fmt.Printf("topology %s\n", strings.Join(p2p.TopologyFileCandidates(), " "))
+	// the live tree: this machine's when SYSFS_PATH is not honoured
+	src, err := p2p.OpenSysfs("/sys")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	opts := p2p.Defaults{}.Options(p2p.NewTopology(src))
+	files := opts.TopologyFiles
+	if opts.TopologyFile != "" {
+		files = []string{opts.TopologyFile}
+	}
+	fmt.Printf("topology %s\n", strings.Join(files, " "))
 }
