@@ -21,7 +21,8 @@ func init() {
 // documents' paths).
 func exportUsage() string {
 	return `Usage: efap2p export [--sysfs DIR] [--kernel RELEASE] [--format json|nccl]
-                     [--peer-blocked NIC]... [--boot] [--force] [--reasons] [-o FILE]
+                     [--peer-blocked NIC]... [--boot] [--force] [--reasons]
+                     [-o FILE]
 
 Work out the verdict of every accelerator with every NIC and every other
 accelerator, and write them as a topology file (--format json, the default)
