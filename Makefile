@@ -163,7 +163,8 @@ fleet-test: go-build c-build
 	@echo "fleet-test: 3 passed, 0 failed"
 
 bench: build
-	@./scripts/bench.sh $(BUILD) > BENCHMARKS.md.tmp && mv BENCHMARKS.md.tmp BENCHMARKS.md
+	@./scripts/bench.sh $(BUILD) > $(BUILD)/BENCHMARKS.md.tmp || { rm -f $(BUILD)/BENCHMARKS.md.tmp; exit 1; }
+	@mv $(BUILD)/BENCHMARKS.md.tmp BENCHMARKS.md
 	@echo "wrote BENCHMARKS.md"
 
 # Installs what 'make build' built (run that first, with the same PREFIX
