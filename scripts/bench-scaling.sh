@@ -35,7 +35,9 @@ for n in $sizes; do
 	t=$( { /usr/bin/time -f '%e %U %S %M' "$efap2p" export --sysfs "$tree" --kernel latest -o "$out" 2>&1 >/dev/null; } | tail -1)
 	pairs=$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["pairs"]))' "$out")
 	# the node check of the same tree: every accelerator with every EFA NIC
-	c=$( { /usr/bin/time -f '%e %M' "$efap2p" check --sysfs "$tree" --kernel latest --format line 2>&1 >/dev/null; } | tail -1)
+	# (it exits 1: the synthetic machines' vfio-pci GPUs are refused, a
+	# finding; 2 and up would be the check failing)
+	c=$( { /usr/bin/time -f '%e %M' "$efap2p" check --sysfs "$tree" --kernel latest --format line 2>&1 >/dev/null || [ $? -le 1 ]; } | tail -1)
 	bytes=$(stat -c %s "$out")
 	ibytes=$(stat -c %s "$out.idx")
 	# the first answers, in fresh processes of the emulated host: from the
