@@ -137,13 +137,15 @@ kernel costs tens of them.
 | \`ibv_reg_dmabuf_mr\` + \`ibv_dereg_mr\`, warm allowed pair rdmap79s0 + H100 ($runs batches of 2,000) | $(field ours_ns "$reg") ns | $(field real_ns "$reg") ns | **$(field added_ns "$reg") ns** (noise: the check makes no system call) | <= 100 ns |
 | \`ibv_reg_dmabuf_mr\`, refused pair (refused.json: rdmap3s0 + a Gaudi2 under habanalabs) | **$(field ours_ns "$refused") ns**, fails fast | $(field real_ns "$refused") ns, refused by the emulated kernel | $(field added_ns "$refused") ns | <= 500 ns |
 | of which one \`fstat\` of the buffer (through the emulator, which interposes it) | $(field fstat_ns "$refused") ns | | | the floor |
+| and of that the system call alone (on the buffer's memfd, no emulator: what a kernel's \`fstat\` costs on this machine) | $(field sys_fstat_ns "$refused") ns | | | |
 
 A warm \`efadv_query_device\` is the real call, one inline read of the device pointer's slot (the
 pointer, the first 16 bytes of the name, the answer) and a bit; callgrind counts 35 instructions
 added to libefa's 60. A refused registration makes one system call, the \`fstat\` that tells which
 buffer the descriptor holds (a descriptor number can be closed and reused between two calls, and
 nothing but the kernel knows it): its cost is that call's on this machine, which the emulator
-answers behind a lock of its own, plus about 200 instructions.
+answers behind a lock of its own with one system call of its own, plus about 200 instructions.
+On a host the call is the kernel's alone (the row above it).
 
 ### The first P2P_DMA answer for every EFA device
 

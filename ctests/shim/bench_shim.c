@@ -13,7 +13,9 @@
  *                                 (refused.json: rdmap3s0 + habanalabs 06:00.0);
  *                                 fstat_ns: one fstat() of the buffer, what
  *                                 telling which buffer a descriptor holds
- *                                 costs at the least
+ *                                 costs at the least (the emulator answers
+ *                                 it); sys_fstat_ns: the system call alone
+ *                                 on the buffer's memfd, the kernel's part
  *   bench_shim cold               first P2P_DMA answer for every device,
  *                                 from the first call (core load included);
  *                                 cpu_us is the process's CPU time, every
@@ -32,6 +34,7 @@
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -156,8 +159,9 @@ static void query(int runs, int n, int last)
 	       ibv_get_device_name(bench_ctx->device), ndev);
 }
 
-/* The median of runs batches of n fstat() of the bench's buffer, ns each. */
-static double fstat_ns(int runs, int n)
+/* The median of runs batches of n fstat() of the bench's buffer, ns each:
+ * through libc (and so the emulator), or the bare system call. */
+static double fstat_ns(int runs, int n, int bare)
 {
 	double t[64], t0;
 	struct stat st;
@@ -165,8 +169,12 @@ static double fstat_ns(int runs, int n)
 
 	for (r = 0; r < runs && r < 64; r++) {
 		t0 = now_ns();
-		for (i = 0; i < n; i++)
-			fstat(bench_fd, &st);
+		for (i = 0; i < n; i++) {
+			if (bare)
+				syscall(SYS_newfstatat, bench_fd, "", &st, AT_EMPTY_PATH);
+			else
+				fstat(bench_fd, &st);
+		}
 		t[r] = (now_ns() - t0) / n;
 	}
 	return median(t, r);
@@ -185,9 +193,9 @@ static void reg(int runs, int n, const char *dev, const char *owner, int expect_
 	before = sim.reg_calls();
 	pt = alternate(runs, n, (void (*)(int, void *))reg_batch, (void *)ibv_reg_dmabuf_mr,
 		       (void *)real_reg_dmabuf_mr());
-	printf("ours_ns=%.1f real_ns=%.1f added_ns=%.1f ok=%d kernel_calls=%lu of %d fstat_ns=%.1f\n",
+	printf("ours_ns=%.1f real_ns=%.1f added_ns=%.1f ok=%d kernel_calls=%lu of %d fstat_ns=%.1f sys_fstat_ns=%.1f\n",
 	       pt.ours, pt.real, pt.ours - pt.real, bench_ok, sim.reg_calls() - before,
-	       2 * n * (runs + 1), fstat_ns(runs, n));
+	       2 * n * (runs + 1), fstat_ns(runs, n, 0), fstat_ns(runs, n, 1));
 }
 
 typedef int (*query_peer_fn)(struct ibv_context *, const char *, struct efadv_p2p_attr *,
