@@ -31,18 +31,25 @@ func summarize(v *p2p.Verdict) summary {
 
 // TestExportRoundTrip: export, then read back: the same verdict for every
 // exported pair of every model.
+// exportTree exports the tree dir to a file and reads it back.
+func exportTree(t *testing.T, dir string) (string, *p2p.TopologyFile) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "topo.json")
+	if code, _, errs := runTool("export", "--sysfs", dir, "-o", file); code != 0 {
+		t.Fatalf("export: exit %d: %s", code, errs)
+	}
+	tf, err := p2p.ReadTopologyFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return file, tf
+}
+
 func TestExportRoundTrip(t *testing.T) {
 	for _, name := range models.BuiltinNames() {
 		t.Run(name, func(t *testing.T) {
 			dir := writeTree(t, name)
-			file := filepath.Join(t.TempDir(), "topo.json")
-			if code, _, errs := runTool("export", "--sysfs", dir, "-o", file); code != 0 {
-				t.Fatalf("export: exit %d: %s", code, errs)
-			}
-			tf, err := p2p.ReadTopologyFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
+			file, tf := exportTree(t, dir)
 			if len(tf.Pairs) == 0 {
 				t.Skip("no accelerator in this model")
 			}
@@ -162,14 +169,7 @@ func TestExportSynthetic(t *testing.T) {
 	if code, _, errs := runSimCmd(t, "write", "--machine", "synthetic-512", dir); code != 0 {
 		t.Fatalf("sim write: exit %d: %s", code, errs)
 	}
-	file := filepath.Join(t.TempDir(), "topo.json")
-	if code, _, errs := runTool("export", "--sysfs", dir, "-o", file); code != 0 {
-		t.Fatalf("export: exit %d: %s", code, errs)
-	}
-	tf, err := p2p.ReadTopologyFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	file, tf := exportTree(t, dir)
 	m := models.Synthetic(512)
 	accels, nics := 0, 0
 	for _, f := range m.Functions() {
