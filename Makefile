@@ -67,7 +67,7 @@ APT_PACKAGES = libibverbs-dev ibverbs-providers ibverbs-utils python3-pyverbs \
 	cmake pkg-config gcc g++ make valgrind graphviz \
 	build-essential debhelper dpkg-dev lintian man-db \
 	libcap2-bin util-linux prometheus pciutils hwloc \
-	libfabric-bin udev python3-yaml
+	libfabric-bin udev python3-yaml strace time
 # The fleet engines `make fleet-test` runs efap2p check inside.
 FLEET_PACKAGES = slurm-wlm munge prometheus prometheus-node-exporter curl python3
 # The tool, as the Makefile and CMake build it: a PIE linked with libc by
