@@ -176,9 +176,10 @@ bench: build
 # 'cmake --install build/cmake' installs the same files (CMakeLists.txt).
 INSTALLED_LIBS = libefap2p.so.$(VERSION) libefap2p.so.1 libefap2p.so
 # The documents the tool's help and the man pages point to, in DOCDIR
-# (two under other names: the machine-model format, the emulator's README).
+# (three under other names: the machine-model format, the emulator's and the
+# library's READMEs).
 DOCS = README.md docs/operators.md docs/kernel-releases.md docs/topology-file.md docs/nccl-topology.md
-INSTALLED_DOCS = $(notdir $(DOCS)) machine-models.md emulator.md
+INSTALLED_DOCS = $(notdir $(DOCS)) machine-models.md emulator.md library.md
 install:
 	@for f in libefap2p.so.$(VERSION) libefap2p-core.so libefasim.so efap2p; do \
 		[ -e $(BUILD)/$$f ] || { echo "$(BUILD)/$$f is missing: run 'make build' first" >&2; exit 1; }; done
@@ -204,6 +205,7 @@ install:
 	install -m 644 $(DOCS) $(DESTDIR)$(DOCDIR)/
 	install -m 644 models/machines/README.md $(DESTDIR)$(DOCDIR)/machine-models.md
 	install -m 644 sim/preload/README.md $(DESTDIR)$(DOCDIR)/emulator.md
+	install -m 644 shim/README.md $(DESTDIR)$(DOCDIR)/library.md
 	sed -e 's|@bindir@|$(BINDIR)|g' dist/efap2p-topology.service.in > $(DESTDIR)$(SYSTEMDUNITDIR)/efap2p-topology.service
 	sed -e 's|@systemctl@|$(SYSTEMCTL)|g' dist/70-efap2p-topology.rules.in > $(DESTDIR)$(UDEVRULESDIR)/70-efap2p-topology.rules
 	chmod 644 $(DESTDIR)$(SYSTEMDUNITDIR)/efap2p-topology.service $(DESTDIR)$(UDEVRULESDIR)/70-efap2p-topology.rules

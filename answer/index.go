@@ -29,6 +29,7 @@ import (
 //	  0  magic "EFAP2PIX"          8  version (u32)       12  header size (u32, 192)
 //	 16  file size (u64)          24  flags (u32)         28  sections (u32)
 //	 32  JSON size (u64)          40  JSON mtime, ns (u64) 48  JSON inode (u64)
+//	 56  JSON ctime, ns (u64)
 //	 64  kernel release (char[72], NUL-terminated)
 //	136  boot ID (char[48], NUL-terminated; "" unless boot-bound or checked)
 //	184  sysfs tree (u64; checked indexes: TreeID of the tree export read)
@@ -49,11 +50,15 @@ import (
 // A device hot-plugged after the export within that boot is not seen:
 // export again, or enable the boot unit, whose file the udev rule rewrites.
 //
-// The index is bound to its JSON file by the JSON's size and modification
-// time (the inode is recorded, not checked, so that copies that keep the
-// time, cp -p or rsync -t, stay bound): a JSON file edited or replaced
-// after the index was written makes the index stale, and the Go core then
-// reads the JSON.
+// The index is bound to its JSON file by the JSON's inode, size,
+// modification time and status-change time: a JSON file edited or
+// replaced after the index was written makes the index stale, and the Go
+// core then reads the JSON. The status-change time is what no one can set
+// back (touch -d sets the modification time, and changes this one): an
+// edit that keeps the size and restores the modification time is still
+// seen. A copy (even cp -p) is stale too; export writes both files again.
+// A hash of the JSON would bind it as well, but a reader would then read
+// the whole JSON at every start, which the index is there to spare.
 const (
 	IndexMagic   = "EFAP2PIX"
 	IndexVersion = 3
@@ -144,6 +149,7 @@ type JSONIdentity struct {
 	Size    uint64
 	MtimeNs uint64
 	Ino     uint64
+	CtimeNs uint64
 }
 
 // Index is a decoded index.
@@ -527,6 +533,7 @@ func (ix *Index) Marshal() []byte {
 	le.PutUint64(out[32:], ix.JSON.Size)
 	le.PutUint64(out[40:], ix.JSON.MtimeNs)
 	le.PutUint64(out[48:], ix.JSON.Ino)
+	le.PutUint64(out[56:], ix.JSON.CtimeNs)
 	copy(out[kernelOff:kernelOff+kernelLen-1], ix.Kernel)
 	copy(out[bootOff:bootOff+bootLen-1], ix.BootID)
 	for i, k := range order {
@@ -627,7 +634,7 @@ func ReadIndex(data []byte) (*Index, error) {
 		return nil, indexErr("no strings")
 	}
 	ix := &Index{BootBound: flags&IndexBootBound != 0, Checked: flags&IndexChecked != 0,
-		JSON: JSONIdentity{le.Uint64(data[32:]), le.Uint64(data[40:]), le.Uint64(data[48:])}}
+		JSON: JSONIdentity{le.Uint64(data[32:]), le.Uint64(data[40:]), le.Uint64(data[48:]), le.Uint64(data[56:])}}
 	var err error
 	if ix.Kernel, err = inline(data[kernelOff : kernelOff+kernelLen]); err != nil {
 		return nil, err

@@ -82,8 +82,9 @@ func TestIndexP5(t *testing.T) {
 	if err := syscall.Stat(file, &st); err != nil {
 		t.Fatal(err)
 	}
-	if ix.JSON.Size != uint64(st.Size) || ix.JSON.Ino != st.Ino || ix.BootBound || ix.Kernel == "" {
-		t.Errorf("binding %+v, boot %v, kernel %q; the file is %d bytes, inode %d", ix.JSON, ix.BootBound, ix.Kernel, st.Size, st.Ino)
+	ctime := uint64(st.Ctim.Sec)*1e9 + uint64(st.Ctim.Nsec)
+	if ix.JSON.Size != uint64(st.Size) || ix.JSON.Ino != st.Ino || ix.JSON.CtimeNs != ctime || ix.BootBound || ix.Kernel == "" {
+		t.Errorf("binding %+v, boot %v, kernel %q; the file is %d bytes, inode %d, ctime %d", ix.JSON, ix.BootBound, ix.Kernel, st.Size, st.Ino, ctime)
 	}
 	// a file that outlives boots, checked on this machine in this boot
 	if !ix.Checked || ix.BootID != bootID() || ix.BootID == "" || ix.Tree != TreeID(root) || ix.Tree == 0 {

@@ -47,7 +47,8 @@ func WriteTopology(name string, tf *p2p.TopologyFile, s *p2p.Sysfs, opts p2p.Opt
 		return fmt.Errorf("the file just written cannot be read back: %w", err)
 	}
 	ix, err := buildIndex(NewFromOracle(s, o), &machine, peers, JSONIdentity{
-		Size: uint64(st.Size), MtimeNs: uint64(st.Mtim.Sec)*1e9 + uint64(st.Mtim.Nsec), Ino: st.Ino})
+		Size: uint64(st.Size), MtimeNs: uint64(st.Mtim.Sec)*1e9 + uint64(st.Mtim.Nsec), Ino: st.Ino,
+		CtimeNs: uint64(st.Ctim.Sec)*1e9 + uint64(st.Ctim.Nsec)})
 	if err != nil {
 		return err
 	}

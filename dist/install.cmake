@@ -67,6 +67,7 @@ foreach(doc README.md docs/operators.md docs/kernel-releases.md docs/topology-fi
 endforeach()
 install(FILES ${CMAKE_SOURCE_DIR}/models/machines/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME machine-models.md)
 install(FILES ${CMAKE_SOURCE_DIR}/sim/preload/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME emulator.md)
+install(FILES ${CMAKE_SOURCE_DIR}/shim/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME library.md)
 
 # The files that name install paths (the pkg-config file, the systemd
 # unit, the udev rule) are written at install time, so that they name the

@@ -53,7 +53,7 @@ for f in bin/efap2p lib/libefap2p.so lib/libefap2p.so.1 "lib/libefap2p.so.$versi
 	share/efap2p/libefap2p.supp share/efap2p/slurm-healthcheck share/efap2p/efap2p.rules.yml \
 	share/efap2p/efap2p-check.daemonset.yaml share/efap2p/check-report.schema.json include/efasim.h \
 	share/doc/efap2p/operators.md share/doc/efap2p/kernel-releases.md share/doc/efap2p/topology-file.md \
-	share/doc/efap2p/machine-models.md share/doc/efap2p/emulator.md share/doc/efap2p/README.md \
+	share/doc/efap2p/machine-models.md share/doc/efap2p/emulator.md share/doc/efap2p/library.md share/doc/efap2p/README.md \
 	lib/systemd/system/efap2p-topology.service \
 	lib/udev/rules.d/70-efap2p-topology.rules; do
 	[ -e "$tmp/make/$f" ] || fail "$f not installed"

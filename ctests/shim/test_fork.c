@@ -8,9 +8,18 @@
  *   test_fork used    the parent asks first, then forks
  *   test_fork fresh   the parent never asks: the child starts its own core,
  *                     and its own child is back to the first case
+ *   test_fork during-load LIB  in 20 fresh processes that have loaded LIB
+ *                     (bigdata.c), one thread makes the first call (the
+ *                     core loads) while the main thread forks
+ *                     child after child until it returns; each child loads
+ *                     a library with dlopen() and asks, and must not hang
+ *                     (fork waits for a load in flight: a child forked
+ *                     inside one would inherit the loader's locks held)
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -96,6 +105,106 @@ static void child_of_fresh(void)
 	in_child(grandchild, "grandchild");
 }
 
+static atomic_int first_done;
+
+static void *first_call(void *arg)
+{
+	(void)arg;
+	CHECK(p2p_bit(a), "first call: rdmap79s0 has no P2P_DMA");
+	atomic_store(&first_done, 1);
+	return NULL;
+}
+
+/* A child of a fork made while the first call may be loading the core:
+ * the loader must be usable, and the library must answer. */
+static void child_of_load(void)
+{
+	void *h = dlopen("libanl.so.1", RTLD_NOW | RTLD_LOCAL);
+
+	CHECK(h != NULL, "child: dlopen libanl.so.1: %s", dlerror());
+	if (h)
+		dlclose(h);
+	p2p_bit(b);
+}
+
+/* One fresh process: forks child after child, without waiting for them,
+ * while the first call runs; then reaps them all. */
+static int load_round(void)
+{
+	enum { MAX_CHILDREN = 256 };
+	static pid_t kids[MAX_CHILDREN];
+	pthread_t t;
+	int n = 0, i, hung = 0, tries;
+
+	CHECK_ERR(pthread_create(&t, NULL, first_call, NULL), 0);
+	while (!atomic_load(&first_done) && n < MAX_CHILDREN) {
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			signal(SIGALRM, SIG_DFL);
+			alarm(10);	/* a loaded machine runs hundreds of them */
+			child_of_load();
+			_exit(check_failures > 100 ? 100 : check_failures);
+		}
+		CHECK(pid > 0, "fork: %s", strerror(errno));
+		if (pid < 0)
+			break;
+		kids[n++] = pid;
+	}
+	pthread_join(t, NULL);
+	/* 30 s for them all: a child that hangs with SIGALRM blocked (inside
+	 * the library's load) is killed here */
+	for (i = 0, tries = 0; i < n; ) {
+		int st;
+		pid_t got = waitpid(kids[i], &st, WNOHANG);
+
+		if (got == 0 && tries++ < 30000) {
+			usleep(1000);
+			continue;
+		}
+		if (got == 0) {
+			kill(kids[i], SIGKILL);
+			waitpid(kids[i], &st, 0);
+			st = SIGALRM;	/* as if its own alarm had killed it */
+		}
+		i++;
+		if (got < 0)
+			continue;
+		hung += WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM;
+		CHECK(WIFEXITED(st) && !WEXITSTATUS(st), "child %d of %d forked during the first call: %s %d%s",
+		      i - 1, n, WIFSIGNALED(st) ? "killed by signal" : "exit status",
+		      WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st),
+		      WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM ? " (hung)" : "");
+	}
+	printf("test_fork: %d children forked during the first call, %d hung\n", n, hung);
+	return check_exit("test_fork load-round");
+}
+
+/* Runs load_round in 20 fresh processes (exec), each with a 120 s
+ * watchdog. */
+static void during_load(char *lib)
+{
+	char *args[] = { "test_fork", "load-round", lib, NULL };
+	int round;
+
+	for (round = 0; round < 20; round++) {
+		pid_t pid = fork();
+		int st;
+
+		if (pid == 0) {
+			alarm(120);
+			execv("/proc/self/exe", args);
+			_exit(127);
+		}
+		CHECK(pid > 0, "fork: %s", strerror(errno));
+		if (pid < 0 || waitpid(pid, &st, 0) != pid)
+			continue;
+		CHECK(WIFEXITED(st) && !WEXITSTATUS(st), "round %d: %s %d", round,
+		      WIFSIGNALED(st) ? "killed by signal" : "exit status",
+		      WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+	}
+}
+
 static void setup(void)
 {
 	struct efasim_api sim = efasim_api();
@@ -116,8 +225,17 @@ int main(int argc, char **argv)
 {
 	struct efadv_p2p_attr attr;
 
+	if (argc == 3 && !strcmp(argv[1], "during-load")) {
+		during_load(argv[2]);
+		return check_exit("test_fork during-load");
+	}
+	if (argc == 3 && !strcmp(argv[1], "load-round")) {
+		CHECK(dlopen(argv[2], RTLD_NOW | RTLD_LOCAL) != NULL, "dlopen %s: %s", argv[2], dlerror());
+		setup();
+		return load_round();
+	}
 	if (argc != 2 || (strcmp(argv[1], "used") && strcmp(argv[1], "fresh"))) {
-		fprintf(stderr, "usage: %s used|fresh\n", argv[0]);
+		fprintf(stderr, "usage: %s used|fresh\n       %s during-load LIBRARY\n", argv[0], argv[0]);
 		return 2;
 	}
 	setup();

@@ -7,17 +7,46 @@
  *             signalfd: every child's exit still reaches it
  *   as        RLIMIT_AS of 256 MiB: the first calls answer, the process
  *             lives
+ *   as-sweep  every RLIMIT_AS from 256 MiB to 4 GiB in steps of 50 MiB, each
+ *             a process of its own started under the limit (with a timeout):
+ *             16 threads and the main one ask, the process exits 0, and a
+ *             core that was needed is said to be kept out once
  *   nproc     RLIMIT_NPROC at the process count (as an unprivileged user):
  *             the same
+ *   nproc-userns  the same as root of a user namespace that an
+ *             unprivileged user made (a rootless container): that root is
+ *             bound by RLIMIT_NPROC too (77, skipped, where user
+ *             namespaces cannot be made); with the path of efap2p as third
+ *             argument, its boot-time topology file is written there first
+ *             (not root's own unshare -Ur: the kernel's root, which it
+ *             stays, is not bound by RLIMIT_NPROC, and its threads start)
+ *   guard-page  the program keeps a page of its own .data inaccessible:
+ *             the core's first need does not fault on it
+ *   with-lib  a library (the third argument) is loaded before the first
+ *             call: one that carries a Go binary's build info among its
+ *             data (a Go executable as data) but no Go runtime (godata.c),
+ *             where the core still loads, or a Go one, where it does not
+ *   ctor      a library (the third argument, ctorcall.c) whose constructor
+ *             asks every device is loaded: the first calls, the core's
+ *             load with them, run under the loader's lock
+ *   first-signal  a SIGUSR1 handler that calls efadv_query_device runs
+ *             inside the loader during the first call (LD_AUDIT=sigaudit):
+ *             no deadlock, and the handler's call starts no load
  *   sigpipe   a SIGPIPE handler calls efadv_query_device while the first
  *             call writes a log line to a broken pipe: no deadlock
  *   cancel    the first caller is cancelled while it writes a log line to a
  *             full pipe: later calls from another thread still return
  *   dlclose   dlopen, use, dlclose, dlopen again: the second instance uses
  *             the core the first loaded, and the P2P_DMA bit stays
- *   storm     a SIGALRM every 20 us, whose handler asks every device and a
- *             peer, while the first calls of the process run: no deadlock,
- *             and the main thread's answers are right
+ *   storm     a SIGALRM 20 us after the last was handled, whose handler
+ *             asks every device and a peer, while the first calls of the
+ *             process run: no deadlock, and the main thread's answers are
+ *             right
+ *   peer-first  a pairwise query, then every device (the index's records
+ *             are read on demand by the first)
+ *   fork-storm  a SIGALRM 300 us after the last, whose handler forks,
+ *             while the first calls run: no deadlock, every child exits
+ *   ask       asks every device
  *   list      asks every device and prints "NAME BIT" lines, then whether
  *             the Go core is mapped and how many threads run
  *
@@ -29,13 +58,19 @@
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <infiniband/efadv_p2p.h>
@@ -149,6 +184,150 @@ static void mode_as(const char *want)
 	check_answers(want, ask_all());
 }
 
+/* ---- RLIMIT_AS: every limit, each a process started under it ---- */
+
+#define ASKERS 16
+
+static void *asker(void *arg)
+{
+	*(int *)arg = ask_all();
+	return NULL;
+}
+
+/* Under the limit it was started with: 16 threads ask at once (the first
+ * calls race), then the main thread. */
+static void mode_as_one(const char *want)
+{
+	pthread_t t[ASKERS];
+	pthread_attr_t attr;
+	int got[ASKERS], made[ASKERS], i, started = 0;
+
+	open_all();
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 256 << 10);
+	for (i = 0; i < ASKERS; i++) {
+		made[i] = !pthread_create(&t[i], &attr, asker, &got[i]);
+		started += made[i];
+	}
+	pthread_attr_destroy(&attr);
+	CHECK(started > 0, "no asking thread could be started");
+	for (i = 0; i < ASKERS; i++)
+		if (made[i]) {
+			pthread_join(t[i], NULL);
+			check_answers(want, got[i]);
+		}
+	check_answers(want, ask_all());
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Runs this program's as-one mode under RLIMIT_AS = limit, with a 20 s
+ * timeout; its stderr is kept in err (NUL-terminated). The exit status,
+ * or -signal, or -1000 for a timeout. */
+static int run_under_as(unsigned long long limit, const char *want, int nocore, char *err,
+			size_t len)
+{
+	char *args[] = { "test_host", "as-one", (char *)want, nocore ? "nocore" : NULL, NULL };
+	double deadline = now_s() + 20;
+	size_t got = 0;
+	int p[2], st = 0, open_end = 1;
+	pid_t pid, done = 0;
+
+	CHECK_ERR(pipe(p) ? errno : 0, 0);
+	pid = fork();
+	if (pid == 0) {
+		struct rlimit r = { limit, limit };
+
+		dup2(p[1], STDERR_FILENO);
+		close(p[0]);
+		close(p[1]);
+		if (setrlimit(RLIMIT_AS, &r))
+			_exit(120);
+		execv("/proc/self/exe", args);
+		_exit(121);
+	}
+	close(p[1]);
+	while (!done && now_s() < deadline) {
+		struct pollfd pf = { p[0], POLLIN, 0 };
+		ssize_t n;
+
+		if (open_end && poll(&pf, 1, 10) > 0) {
+			n = read(p[0], err + got, len - 1 - got);
+			if (n > 0)
+				got += (size_t)n;
+			else
+				open_end = 0;	/* EOF, or no room left */
+		} else if (!open_end) {
+			usleep(1000);
+		}
+		done = waitpid(pid, &st, WNOHANG);
+	}
+	if (!done) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+	}
+	/* what it wrote since the last read: it has exited, the pipe ends */
+	while (got + 1 < len) {
+		ssize_t n = read(p[0], err + got, len - 1 - got);
+
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	err[got] = 0;
+	close(p[0]);
+	if (!done)
+		return -1000;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st);
+}
+
+static int count_lines(const char *text, const char *prefix, const char *with)
+{
+	const char *l;
+	int n = 0;
+
+	for (l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		const char *end = strchr(l, '\n');
+		size_t len = end ? (size_t)(end - l) : strlen(l);
+
+		if (!strncmp(l, prefix, strlen(prefix)) && memmem(l, len, with, strlen(with)))
+			n++;
+	}
+	return n;
+}
+
+/* "none" (the core is needed): exactly one error line, about RLIMIT_AS;
+ * "p2p" (the index answers): no error line. */
+static void mode_as_sweep(const char *want, int nocore)
+{
+	static char err[64 << 10];
+	unsigned long long mib;
+	int runs = 0;
+
+	for (mib = 256; mib <= 4096; mib += 50, runs++) {
+		int rc = run_under_as(mib << 20, want, nocore, err, sizeof(err)), lines;
+
+		CHECK(rc == 0, "RLIMIT_AS %llu MiB: %s %d", mib,
+		      rc == -1000 ? "hung for 20 s," : rc < 0 ? "killed by signal" : "exit status",
+		      rc < 0 && rc != -1000 ? -rc : rc);
+		lines = count_lines(err, "efap2p: error:", "");
+		if (!strcmp(want, "none"))
+			CHECK(lines == 1 && count_lines(err, "efap2p: error:", "RLIMIT_AS") == 1,
+			      "RLIMIT_AS %llu MiB: %d error lines, want one about RLIMIT_AS", mib, lines);
+		else
+			CHECK(lines == 0, "RLIMIT_AS %llu MiB: %d error lines, want none", mib, lines);
+		if (rc || (lines != !strcmp(want, "none")))
+			fprintf(stderr, "--- its stderr:\n%s---\n", err);
+	}
+	printf("test_host: %d limits\n", runs);
+}
+
 static void *noop(void *arg)
 {
 	return arg;
@@ -170,6 +349,185 @@ static void mode_nproc(const char *want)
 	CHECK(pthread_create(&t, NULL, noop, NULL) != 0,
 	      "a thread could still be started: the test does not test");
 	check_answers(want, ask_all());
+}
+
+/* Root of a user namespace an unprivileged user made, as in a rootless
+ * container: 0 when this process is that, 77 when user namespaces cannot
+ * be made here. The devices stay open; the emulated host's tree is made
+ * readable to the user, and (for_export) its boot-time topology folder
+ * the user's. */
+static int become_userns_root(int for_export)
+{
+	const char *root = getenv("EFAP2P_TOPOLOGY_ROOT");
+	char path[4096], map[64];
+	int fd;
+
+	if (root && chmod(root, 0755))
+		CHECK(0, "chmod %s: %s", root, strerror(errno));
+	if (root && for_export) {
+		snprintf(path, sizeof(path), "%s/run", root);
+		if (mkdir(path, 0755) && errno != EEXIST)
+			CHECK(0, "%s: %s", path, strerror(errno));
+		snprintf(path, sizeof(path), "%s/run/efap2p", root);
+		if ((mkdir(path, 0755) && errno != EEXIST) || chown(path, 65534, 65534))
+			CHECK(0, "%s: %s", path, strerror(errno));
+	}
+	CHECK_ERR(setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
+		  setresuid(65534, 65534, 65534) ? errno : 0, 0);
+	/* a changed uid made the process undumpable: its /proc files root's */
+	prctl(PR_SET_DUMPABLE, 1);
+	if (unshare(CLONE_NEWUSER)) {
+		printf("test_host: skipped: an unprivileged user cannot make a user namespace here (%s)\n",
+		       strerror(errno));
+		return 77;
+	}
+	snprintf(map, sizeof(map), "0 65534 1\n");
+	fd = open("/proc/self/setgroups", O_WRONLY);
+	if (fd >= 0) {
+		CHECK(write(fd, "deny", 4) == 4, "setgroups: %s", strerror(errno));
+		close(fd);
+	}
+	fd = open("/proc/self/uid_map", O_WRONLY);
+	CHECK(fd >= 0 && write(fd, map, strlen(map)) == (ssize_t)strlen(map), "uid_map: %s",
+	      strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	fd = open("/proc/self/gid_map", O_WRONLY);
+	CHECK(fd >= 0 && write(fd, map, strlen(map)) == (ssize_t)strlen(map), "gid_map: %s",
+	      strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	CHECK(geteuid() == 0, "euid %u in the user namespace, want 0", (unsigned)geteuid());
+	return 0;
+}
+
+/* Runs efap2p export --boot, as the unit would inside the container. */
+static void export_boot(const char *efap2p)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		execl(efap2p, "efap2p", "export", "--boot", (char *)NULL);
+		_exit(127);
+	}
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && !WEXITSTATUS(st),
+	      "%s export --boot failed", efap2p);
+}
+
+/* RLIMIT_NPROC at this user's thread count, as root of a user namespace;
+ * with efap2p, its boot-time topology file written there first. */
+static int mode_nproc_userns(const char *want, const char *efap2p)
+{
+	struct rlimit r = { 1, 1 };
+	pthread_t t;
+	int rc;
+
+	open_all();
+	rc = become_userns_root(efap2p != NULL);
+	if (rc)
+		return rc;
+	if (efap2p)
+		export_boot(efap2p);
+	CHECK_ERR(setrlimit(RLIMIT_NPROC, &r) ? errno : 0, 0);
+	CHECK(pthread_create(&t, NULL, noop, NULL) != 0,
+	      "a thread could still be started: the test does not test");
+	check_answers(want, ask_all());
+	return 0;
+}
+
+/* A page of the program's own initialised data, made inaccessible (a
+ * guard page, sealed data), then the first call that needs the core. */
+__attribute__((used, aligned(4096))) char guarded[3 << 12] = { 1 };
+
+static void mode_guard_page(const char *want)
+{
+	char *page = guarded + 4096;
+
+	open_all();
+	CHECK_ERR(mprotect(page, 4096, PROT_NONE) ? errno : 0, 0);
+	check_answers(want, ask_all());
+	CHECK_ERR(mprotect(page, 4096, PROT_READ | PROT_WRITE) ? errno : 0, 0);
+	CHECK(guarded[0] == 1, "the data changed");
+}
+
+/* A library loaded before the first call that needs the core. */
+static void mode_with_lib(const char *want, const char *lib)
+{
+	void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+
+	CHECK(h != NULL, "dlopen %s: %s", lib, dlerror());
+	open_all();
+	check_answers(want, ask_all());
+}
+
+/* A library whose constructor makes the process's first calls (ctorcall.c):
+ * under the loader's lock its thread holds. */
+static void mode_ctor(const char *want, const char *lib)
+{
+	void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	const int *devices = h ? dlsym(h, "ctorcall_devices") : NULL;
+	const int *p2p = h ? dlsym(h, "ctorcall_p2p") : NULL;
+
+	CHECK(devices && p2p, "dlopen %s: %s", lib, h ? "no counts" : dlerror());
+	if (!devices || !p2p)
+		return;
+	ndevs = *devices;
+	CHECK(ndevs > 0, "the constructor found no RDMA device");
+	check_answers(want, *p2p);
+}
+
+/* ---- a handler calling in during the first call ---- */
+
+/* Is the Go core mapped? With system calls only: a signal handler asks. */
+static int core_mapped_now(void)
+{
+	static const char name[] = "libefap2p-core";
+	char buf[8192];
+	size_t keep = 0;
+	ssize_t n;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC), found = 0;
+
+	while (fd >= 0 && !found && (n = read(fd, buf + keep, sizeof(buf) - keep)) > 0) {
+		size_t len = keep + (size_t)n;
+
+		found = memmem(buf, len, name, sizeof(name) - 1) != NULL;
+		keep = len < sizeof(name) ? len : sizeof(name) - 1;
+		memmove(buf, buf + len - keep, keep);
+	}
+	if (fd >= 0)
+		close(fd);
+	return found;
+}
+
+static volatile sig_atomic_t usr1_calls, usr1_loaded, usr1_rc;
+
+static void on_usr1(int sig)
+{
+	struct efadv_device_attr attr;
+	int saved = errno, before = core_mapped_now(), rc;
+
+	(void)sig;
+	rc = query(ctxs[0], &attr, sizeof(attr));
+	if (rc)
+		usr1_rc = rc;
+	usr1_loaded |= !before && core_mapped_now();
+	usr1_calls++;
+	errno = saved;
+}
+
+/* SIGUSR1 is raised (by the audit module sigaudit.c, LD_AUDIT) inside the
+ * loader, while the first call resolves a symbol with dlsym or dlvsym;
+ * its handler asks too. No deadlock, no load started by the handler, and
+ * the main thread's answers are right. */
+static void mode_first_signal(const char *want)
+{
+	open_all();
+	signal(SIGUSR1, on_usr1);
+	check_answers(want, ask_all());
+	CHECK(usr1_calls == 1, "the handler ran %d times, want once (is LD_AUDIT set?)", (int)usr1_calls);
+	CHECK(!usr1_loaded, "the handler's call loaded the Go core");
+	CHECK_ERR(usr1_rc, 0);
 }
 
 static void on_sigpipe(int sig)
@@ -197,8 +555,14 @@ typedef int (*query_peer_fn)(struct ibv_context *, const char *, struct efadv_p2
 static query_peer_fn query_peer;
 static volatile sig_atomic_t in_handler_calls;
 
+static volatile sig_atomic_t alarm_storm_over;
+
+/* Armed again 20 us after it returns, not every 20 us: on a loaded
+ * machine a handler preempted for longer than the period would find the
+ * next signal pending at once, and the thread would run nothing else. */
 static void on_alarm(int sig)
 {
+	struct itimerval next = { { 0, 0 }, { 0, 20 } };
 	struct efadv_p2p_attr a;
 	int saved = errno;
 
@@ -207,12 +571,14 @@ static void on_alarm(int sig)
 	if (query_peer)
 		query_peer(ctxs[0], "0000:53:00.0", &a, sizeof(a));
 	in_handler_calls++;
+	if (!alarm_storm_over)
+		setitimer(ITIMER_REAL, &next, NULL);
 	errno = saved;
 }
 
 static void mode_storm(const char *want)
 {
-	struct itimerval it = { { 0, 20 }, { 0, 20 } };
+	struct itimerval it = { { 0, 0 }, { 0, 20 } };
 	struct efadv_p2p_attr a;
 	char peer[32];
 	int i, got;
@@ -227,6 +593,7 @@ static void mode_storm(const char *want)
 		while (query_peer(ctxs[0], peer, &a, sizeof(a)) == EAGAIN)
 			;
 	}
+	alarm_storm_over = 1;
 	memset(&it, 0, sizeof(it));
 	setitimer(ITIMER_REAL, &it, NULL);
 	check_answers(want, got);
@@ -234,11 +601,76 @@ static void mode_storm(const char *want)
 	printf("test_host: %d calls from the handler\n", (int)in_handler_calls);
 }
 
+/* A SIGALRM 300 us after the last one was handled, whose handler forks a
+ * child that exits at once, while the first calls of the process run
+ * (cache inserts, the core's load): no fork waits for something its own
+ * thread holds. (The timer is armed again only after the fork: a signal
+ * arriving during fork makes the kernel start it over.) */
+static volatile sig_atomic_t handler_forks, handler_fork_failures, storm_over;
+
+static void on_alarm_fork(int sig)
+{
+	struct itimerval next = { { 0, 0 }, { 0, 300 } };
+	int saved = errno, st;
+	pid_t pid = fork();
+
+	(void)sig;
+	if (pid == 0)
+		_exit(0);
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+		handler_fork_failures++;
+	handler_forks++;
+	if (!storm_over)
+		setitimer(ITIMER_REAL, &next, NULL);
+	errno = saved;
+}
+
+static void mode_fork_storm(const char *want)
+{
+	struct itimerval it = { { 0, 0 }, { 0, 300 } };
+	struct efadv_p2p_attr a;
+	query_peer_fn q;
+	char peer[32];
+	int i, got;
+
+	open_all();
+	q = (query_peer_fn)dlsym(RTLD_DEFAULT, "efadv_p2p_query_peer");
+	signal(SIGALRM, on_alarm_fork);
+	setitimer(ITIMER_REAL, &it, NULL);
+	got = ask_all();
+	for (i = 0; q && i < 256; i++) {
+		snprintf(peer, sizeof(peer), "0000:%02x:00.0", i);
+		q(ctxs[i % ndevs], peer, &a, sizeof(a));
+	}
+	storm_over = 1;
+	memset(&it, 0, sizeof(it));
+	setitimer(ITIMER_REAL, &it, NULL);
+	check_answers(want, got);
+	CHECK(handler_forks > 0, "the handler never ran");
+	CHECK(!handler_fork_failures, "%d of the handler's forks failed", (int)handler_fork_failures);
+	printf("test_host: %d forks from the handler\n", (int)handler_forks);
+}
+
 static void *first_caller(void *arg)
 {
 	(void)arg;
 	ask_all();
 	return NULL;
+}
+
+/* A pairwise query first (the index's records read on demand), then every
+ * device. */
+static void mode_peer_first(const char *want)
+{
+	query_peer_fn q;
+	struct efadv_p2p_attr a;
+
+	open_all();
+	q = (query_peer_fn)dlsym(RTLD_DEFAULT, "efadv_p2p_query_peer");
+	CHECK(q != NULL, "libefap2p is not loaded");
+	if (q)
+		CHECK_ERR(q(ctxs[0], "0000:53:00.0", &a, sizeof(a)), 0);
+	check_answers(want, ask_all());
 }
 
 static void mode_cancel(const char *want)
@@ -300,19 +732,45 @@ int main(int argc, char **argv)
 		mode_signalfd(want);
 	else if (!strcmp(mode, "as"))
 		mode_as(want);
+	else if (!strcmp(mode, "as-sweep"))
+		mode_as_sweep(want, nocore);
+	else if (!strcmp(mode, "as-one"))
+		mode_as_one(want);
 	else if (!strcmp(mode, "nproc"))
 		mode_nproc(want);
+	else if (!strcmp(mode, "nproc-userns")) {
+		int rc = mode_nproc_userns(want, argc > 3 && strcmp(argv[3], "nocore") ? argv[3] : NULL);
+
+		if (rc)
+			return rc;
+	} else if (!strcmp(mode, "guard-page"))
+		mode_guard_page(want);
+	else if (!strcmp(mode, "with-lib") && argc > 3)
+		mode_with_lib(want, argv[3]);
+	else if (!strcmp(mode, "ctor") && argc > 3)
+		mode_ctor(want, argv[3]);
+	else if (!strcmp(mode, "ask")) {
+		open_all();
+		check_answers(want, ask_all());
+	} else if (!strcmp(mode, "fork-storm"))
+		mode_fork_storm(want);
+	else if (!strcmp(mode, "first-signal"))
+		mode_first_signal(want);
 	else if (!strcmp(mode, "sigpipe"))
 		mode_sigpipe(want);
 	else if (!strcmp(mode, "storm"))
 		mode_storm(want);
+	else if (!strcmp(mode, "peer-first"))
+		mode_peer_first(want);
 	else if (!strcmp(mode, "cancel"))
 		mode_cancel(want);
 	else if (!strcmp(mode, "dlclose") && argc > 3)
 		mode_dlclose(want, argv[3]);
 	else {
-		fprintf(stderr, "usage: %s signalfd|as|nproc|sigpipe|storm|cancel p2p|none|any [nocore]\n"
-			"       %s dlclose p2p|none|any LIBRARY\n", argv[0], argv[0]);
+		fprintf(stderr, "usage: %s MODE p2p|none|any [nocore]\n"
+			"  MODE: ask signalfd as as-sweep nproc nproc-userns guard-page first-signal\n"
+			"        peer-first sigpipe storm fork-storm cancel\n"
+			"       %s dlclose|with-lib|ctor p2p|none|any LIBRARY [nocore]\n", argv[0], argv[0]);
 		return 2;
 	}
 	if (nocore)

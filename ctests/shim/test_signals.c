@@ -98,15 +98,22 @@ static void check_late_handler(void)
 	struct efadv_p2p_attr a;
 	pthread_t th;
 	char peer[16];
-	int bus, dev;
+	int bus, dev, tries;
 
 	signal(SIGUSR1, big_handler);
 	pthread_create(&th, NULL, signaller, NULL);
-	for (bus = 0x40; bus < 0xd0; bus++)
+	/* every peer once, and on (a loaded machine may not have run the
+	 * signaller yet) until a signal was handled, for at most 10 s */
+	for (bus = 0x40, tries = 0; bus < 0xd0 || (!atomic_load(&handled) && tries < 10000); bus++) {
 		for (dev = 0; dev < 32; dev++) {
-			snprintf(peer, sizeof(peer), "%02x:%02x.0", bus, dev);
+			snprintf(peer, sizeof(peer), "%02x:%02x.%d", bus & 0xff, dev, (bus >> 8) & 7);
 			q(ctx, peer, &a, sizeof(a));
 		}
+		if (bus >= 0xd0) {
+			usleep(1000);
+			tries++;
+		}
+	}
 	atomic_store(&stop, 1);
 	pthread_join(th, NULL);
 	CHECK(atomic_load(&handled) > 0, "SIGUSR1 never handled");

@@ -16,13 +16,14 @@
  *   efadv_query_device finds its answer with one hash of a pointer;
  *
  * Tables are fixed arrays, written once per entry under insert_lock (by
- * callers inside a guard, so that no signal handler can re-enter it) and
- * published with a release store; readers take no lock. When a table is
+ * callers inside a guard, with the asynchronous signals blocked while it is
+ * held) and published with a release store; readers take no lock. When a table is
  * full, answers are simply not cached. The fd table is direct-mapped and
  * overwrites old entries, under a sequence counter per slot.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -36,6 +37,21 @@
 #define FD_SLOTS 256	/* power of two */
 
 static pthread_mutex_t insert_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* insert_lock is held with the asynchronous signals blocked: no handler
+ * runs in a thread that holds it, so a fork from a handler (whose prepare
+ * handler takes the lock) never waits for its own thread. */
+static void insert_lock_take(sigset_t *old)
+{
+	efap2p_signals_block(old);
+	pthread_mutex_lock(&insert_lock);
+}
+
+static void insert_lock_drop(const sigset_t *old)
+{
+	pthread_mutex_unlock(&insert_lock);
+	efap2p_signals_restore(old);
+}
 
 /* ---- names: append-only arrays, published by their count ---- */
 
@@ -85,6 +101,7 @@ static int names_find(struct names *t, const char *s, uint32_t h)
 /* The index of s, added if new; -1 when s is too long or t is full. */
 static int names_index(struct names *t, const char *s)
 {
+	sigset_t old_mask;
 	uint32_t h = hash_str(s);
 	int i = names_find(t, s, h), n;
 
@@ -92,7 +109,7 @@ static int names_index(struct names *t, const char *s)
 		return i;
 	if (strlen(s) >= NAME_MAX_LEN)
 		return -1;
-	pthread_mutex_lock(&insert_lock);
+	insert_lock_take(&old_mask);
 	n = atomic_load_explicit(&t->n, memory_order_relaxed);
 	i = names_find(t, s, h);
 	if (i < 0 && n < t->max) {
@@ -101,7 +118,7 @@ static int names_index(struct names *t, const char *s)
 		atomic_store_explicit(&t->n, n + 1, memory_order_release);
 		i = n;
 	}
-	pthread_mutex_unlock(&insert_lock);
+	insert_lock_drop(&old_mask);
 	return i;
 }
 
@@ -143,6 +160,7 @@ static int find_key(struct ibv_device *device, uint64_t *k)
 
 int efap2p_dev_key(int dev, struct ibv_device *device, uint64_t *key)
 {
+	sigset_t old_mask;
 	struct name *n;
 	int st, rc;
 
@@ -154,12 +172,12 @@ int efap2p_dev_key(int dev, struct ibv_device *device, uint64_t *key)
 		uint64_t k = 0;
 
 		rc = find_key(device, &k);
-		pthread_mutex_lock(&insert_lock);
+		insert_lock_take(&old_mask);
 		if (!atomic_load_explicit(&n->key_state, memory_order_relaxed)) {
 			n->key = k;
 			atomic_store_explicit(&n->key_state, rc ? rc + 2 : 1, memory_order_release);
 		}
-		pthread_mutex_unlock(&insert_lock);
+		insert_lock_drop(&old_mask);
 		st = atomic_load_explicit(&n->key_state, memory_order_acquire);
 	}
 	if (st != 1)
@@ -221,6 +239,7 @@ int efap2p_dev_caps_slow(const struct ibv_device *device)
 
 int efap2p_dev_of(const struct ibv_device *device)
 {
+	sigset_t old_mask;
 	uintptr_t p = (uintptr_t)device;
 	uint32_t i = efap2p_hash_ptr(p) & (EFAP2P_DEV_SLOTS - 1);
 	int dev = efap2p_dev_index(device->name);
@@ -228,7 +247,7 @@ int efap2p_dev_of(const struct ibv_device *device)
 
 	if (dev < 0 || efap2p_dev_lookup(device) == dev)
 		return dev;
-	pthread_mutex_lock(&insert_lock);
+	insert_lock_take(&old_mask);
 	if (dev_slots_used < EFAP2P_DEV_SLOTS / 4 * 3) {
 		while (atomic_load_explicit(&efap2p_dev_slots[i].ptr, memory_order_relaxed) &&
 		       atomic_load_explicit(&efap2p_dev_slots[i].ptr, memory_order_relaxed) != p)
@@ -247,7 +266,7 @@ int efap2p_dev_of(const struct ibv_device *device)
 			dev_slots_used++;
 		}
 	}
-	pthread_mutex_unlock(&insert_lock);
+	insert_lock_drop(&old_mask);
 	return dev;
 }
 
@@ -344,10 +363,11 @@ struct efap2p_pair *efap2p_pair_find(int dev, int exp)
  * table is full. */
 struct efap2p_pair *efap2p_pair_add(const struct efap2p_pair *p)
 {
+	sigset_t old_mask;
 	uint64_t key = pair_key(p->dev, p->exp);
 	int i;
 
-	pthread_mutex_lock(&insert_lock);
+	insert_lock_take(&old_mask);
 	i = slot_find(pair_keys, PAIR_SLOTS - 1, key);
 	if (i < 0) {
 		i = slot_claim(pair_keys, PAIR_SLOTS - 1, &pairs_used, key);
@@ -360,7 +380,7 @@ struct efap2p_pair *efap2p_pair_add(const struct efap2p_pair *p)
 			atomic_store_explicit(&pair_keys[i], key, memory_order_release);
 		}
 	}
-	pthread_mutex_unlock(&insert_lock);
+	insert_lock_drop(&old_mask);
 	return i < 0 ? NULL : &pairs[i];
 }
 
@@ -379,16 +399,17 @@ const struct efadv_p2p_attr *efap2p_peer_find(int dev, uint64_t peer)
 
 void efap2p_peer_add(int dev, uint64_t peer, const struct efadv_p2p_attr *attr)
 {
+	sigset_t old_mask;
 	uint64_t key = peer_key(dev, peer);
 	int i;
 
-	pthread_mutex_lock(&insert_lock);
+	insert_lock_take(&old_mask);
 	if (slot_find(peer_keys, PEER_SLOTS - 1, key) < 0 &&
 	    (i = slot_claim(peer_keys, PEER_SLOTS - 1, &peers_used, key)) >= 0) {
 		peers[i] = *attr;
 		atomic_store_explicit(&peer_keys[i], key, memory_order_release);
 	}
-	pthread_mutex_unlock(&insert_lock);
+	insert_lock_drop(&old_mask);
 }
 
 /* ---- dma-buf descriptors: direct-mapped, a sequence counter a slot ---- */
@@ -428,10 +449,11 @@ int efap2p_fd_find(dev_t st_dev, ino_t st_ino)
 
 void efap2p_fd_add(dev_t st_dev, ino_t st_ino, int exp)
 {
+	sigset_t old_mask;
 	struct fd_slot *s = fd_slot(st_dev, st_ino);
 	uint32_t seq;
 
-	pthread_mutex_lock(&insert_lock);
+	insert_lock_take(&old_mask);
 	seq = atomic_load_explicit(&s->seq, memory_order_relaxed);
 	atomic_store_explicit(&s->seq, seq + 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
@@ -439,7 +461,7 @@ void efap2p_fd_add(dev_t st_dev, ino_t st_ino, int exp)
 	atomic_store_explicit(&s->dev, (uint64_t)st_dev, memory_order_relaxed);
 	atomic_store_explicit(&s->ino, (uint64_t)st_ino, memory_order_relaxed);
 	atomic_store_explicit(&s->seq, seq + 2, memory_order_release);
-	pthread_mutex_unlock(&insert_lock);
+	insert_lock_drop(&old_mask);
 }
 
 /* ---- fork: the child gets a consistent copy ---- */

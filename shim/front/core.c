@@ -13,7 +13,10 @@
  * A child forked after the core was loaded, or while it was loading, never
  * enters Go again: the calls answer ECHILD and the callers fall back on
  * what is cached in C memory, or pass through. A child forked before the
- * core was ever needed has no Go runtime and may load its own.
+ * core was ever needed has no Go runtime and may load its own. The load's
+ * calls into the dynamic loader (dlopen, dlsym, and host.c's list of loaded
+ * objects) run in loader sections (guard.c), which fork() waits for: no
+ * child inherits the loader's locks held by a thread it does not have.
  *
  * Signals: the core is loaded, and every Go call made, inside the caller's
  * guard (guard.c): the asynchronous signals blocked in the calling thread.
@@ -62,6 +65,8 @@ static _Atomic int core_state = CORE_NONE;
 /* set in a child forked while core_state was not CORE_NONE */
 static _Atomic int core_inherited;
 static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
+/* this thread holds load_lock */
+static __thread int loading;
 
 /* The directory this library was loaded from ("" if unknown). */
 static char self_dir[PATH_MAX];
@@ -70,10 +75,17 @@ static char self_dir[PATH_MAX];
  * when it exists but does not load, why says why. */
 static void *try_core(const char *path, int flags, char *why, size_t len)
 {
-	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE | flags);
+	const char *err = NULL;
+	sigset_t old;
+	void *h;
 
+	efap2p_loader_enter(&old);
+	h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE | flags);
+	if (!h)
+		err = dlerror();
+	efap2p_loader_leave(&old);
 	if (!h && !(flags & RTLD_NOLOAD) && access(path, F_OK) == 0)
-		snprintf(why, len, "%s", dlerror());
+		snprintf(why, len, "%s", err ? err : "dlopen failed");
 	return h;
 }
 
@@ -103,13 +115,17 @@ static void *find_core(int flags, char *why, size_t len)
 
 static int bind_core(void *h, char *why, size_t len)
 {
-	efap2p_core_abi_fn abi = (efap2p_core_abi_fn)dlsym(h, "efap2p_core_abi");
+	efap2p_core_abi_fn abi;
+	sigset_t old;
 
+	efap2p_loader_enter(&old);
+	abi = (efap2p_core_abi_fn)dlsym(h, "efap2p_core_abi");
 	api.init = (efap2p_core_init_fn)dlsym(h, "efap2p_core_init");
 	api.nic = (efap2p_core_nic_fn)dlsym(h, "efap2p_core_nic");
 	api.dmabuf = (efap2p_core_dmabuf_fn)dlsym(h, "efap2p_core_dmabuf");
 	api.peer = (efap2p_core_peer_fn)dlsym(h, "efap2p_core_peer");
 	api.refusable = (efap2p_core_refusable_fn)dlsym(h, "efap2p_core_refusable");
+	efap2p_loader_leave(&old);
 	if (!abi || !api.init || !api.nic || !api.dmabuf || !api.peer || !api.refusable) {
 		snprintf(why, len, "not an efap2p core (a function is missing)");
 		return -1;
@@ -148,6 +164,10 @@ static int load_core(const sigset_t *caller)
 		efap2p_log(EFAP2P_LOG_ERROR, "cannot load the oracle: %s; set EFAP2P_CORE", why);
 		return CORE_FAILED;
 	}
+	/* a child forked from inside the load (a handler of a fault the
+	 * loader took, an audit module) has a Go runtime that never started */
+	if (atomic_load_explicit(&core_inherited, memory_order_relaxed))
+		return CORE_FAILED;
 	/* a tree that cannot be read is the core's to report; its calls
 	 * then answer EIO */
 	api.init(&cc);
@@ -166,11 +186,16 @@ static int core_ready(const sigset_t *caller)
 		return ECHILD;
 	st = atomic_load_explicit(&core_state, memory_order_acquire);
 	if (st == CORE_NONE || st == CORE_LOADING) {
+		/* the topology files, read before load_lock is held (the load
+		 * takes no other lock of the library) */
+		efap2p_precomp_core_files();
 		pthread_mutex_lock(&load_lock);
 		st = atomic_load_explicit(&core_state, memory_order_acquire);
 		if (st == CORE_NONE) {
 			atomic_store_explicit(&core_state, CORE_LOADING, memory_order_relaxed);
+			loading = 1;
 			st = load_core(caller);
+			loading = 0;
 			atomic_store_explicit(&core_state, st, memory_order_release);
 		}
 		pthread_mutex_unlock(&load_lock);
@@ -220,12 +245,27 @@ int efap2p_core_refusable(const struct efap2p_guard *g, const char *ibdev, int *
 	CORE_CALL(api.refusable(ibdev, out));
 }
 
-/* In the child of fork(): only this thread exists, so the lock is free. */
+/* In the child of fork(): a load in flight is over (this thread's goes on
+ * without entering Go). */
 void efap2p_core_atfork_child(void)
 {
 	if (atomic_load_explicit(&core_state, memory_order_relaxed) != CORE_NONE)
 		atomic_store_explicit(&core_inherited, 1, memory_order_relaxed);
-	pthread_mutex_init(&load_lock, NULL);
+	if (!loading)
+		pthread_mutex_init(&load_lock, NULL);
+}
+
+/* A fork waits for a load in flight first, then for a cache insert. */
+static void atfork_prepare(void)
+{
+	efap2p_loader_atfork_prepare();
+	efap2p_cache_atfork_prepare();
+}
+
+static void atfork_parent(void)
+{
+	efap2p_cache_atfork_parent();
+	efap2p_loader_atfork_parent();
 }
 
 static void atfork_child(void)
@@ -234,6 +274,7 @@ static void atfork_child(void)
 	efap2p_config_atfork_child();
 	efap2p_precomp_atfork_child();
 	efap2p_cache_atfork_child();
+	efap2p_loader_atfork_child();
 }
 
 /*
@@ -246,7 +287,7 @@ __attribute__((constructor)) static void efap2p_front_init(void)
 	Dl_info info;
 	char *slash;
 
-	pthread_atfork(efap2p_cache_atfork_prepare, efap2p_cache_atfork_parent, atfork_child);
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	if (!dladdr((void *)efap2p_front_init, &info) || !info.dli_fname)
 		return;
 	if (info.dli_fname[0] == '/') {

@@ -45,6 +45,15 @@ void efap2p_signals_restore(const sigset_t *old);
 /* Keeps a log line for the innermost guard of this thread; 0 when no
  * guard is active (the caller writes it itself). */
 int efap2p_guard_defer(const char *line, size_t len);
+/* A loader section: calls into the dynamic loader after the constructors,
+ * one at a time, the asynchronous signals blocked (old: the mask before);
+ * fork() waits for one in flight in another thread. Sections nest in a
+ * thread. */
+void efap2p_loader_enter(sigset_t *old);
+void efap2p_loader_leave(const sigset_t *old);
+void efap2p_loader_atfork_prepare(void);
+void efap2p_loader_atfork_parent(void);
+void efap2p_loader_atfork_child(void);
 
 /* config.c: the environment (EFAP2P_*, SYSFS_PATH), and the log. */
 enum {
@@ -226,9 +235,6 @@ void efap2p_precomp_atfork_child(void);
 /* host.c: may a Go runtime start in this process? 1 and why when not.
  * caller is the signal mask of the thread asking, as the program set it. */
 #define EFAP2P_GO_THREADS 8	/* threads a starting Go runtime may need */
-/* address space the Go runtime reserves as it starts (about 750 MiB with
- * Go 1.26: below that it aborts), with a margin */
-#define EFAP2P_GO_ADDRESS_SPACE (1024ull << 20)
 int efap2p_host_refuses_go(const sigset_t *caller, char *why, size_t len);
 
 /* util.c: "DDDD:BB:DD.F" (a domain of 4 to 8 hex digits; "BB:DD.F" too

@@ -11,14 +11,28 @@
  * - log lines kept and written once the guard is left, so that a write to
  *   a full pipe delays the caller, never a lock holder.
  * Signals stay open (no system call in a guard of its own): only the Go
- * core's loading and calls block them (core.c). Everything a guard covers
- * is bounded. The real rdma-core functions are always called outside one.
+ * core's loading and calls (core.c), the loader sections below and the
+ * short holds of the cache's insert lock (cache.c) block them. Everything
+ * a guard covers is bounded. The real rdma-core functions are always called outside one.
+ *
+ * Calls into the dynamic loader made after the constructors (the core's
+ * dlopen and dlsym, the scan of loaded objects, a late dlvsym of a real
+ * function) run inside a loader section: one at a time, with the
+ * asynchronous signals blocked, so that no handler runs inside the loader
+ * on the library's behalf; and fork() waits for a section in flight in
+ * another thread, since a child forked then would inherit the loader's
+ * locks (glibc resets two of them in the child, not the one dlopen and
+ * dl_iterate_phdr write under) held by a thread it does not have, and
+ * hang in its first dlopen. A fork from inside a section of its own
+ * thread (a host's handler of a synchronous signal, an audit module) does
+ * not wait for itself.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "front.h"
@@ -81,4 +95,59 @@ void efap2p_guard_leave(struct efap2p_guard *g)
 		/* nowhere left to report it */
 	}
 	errno = saved;
+}
+
+static pthread_mutex_t loader_lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread int loader_depth;	/* sections of this thread entered */
+static __thread int fork_holds_loader;	/* this thread's fork took the lock */
+
+void efap2p_loader_enter(sigset_t *old)
+{
+	efap2p_signals_block(old);
+	if (!loader_depth++)
+		pthread_mutex_lock(&loader_lock);
+}
+
+void efap2p_loader_leave(const sigset_t *old)
+{
+	if (!--loader_depth)
+		pthread_mutex_unlock(&loader_lock);
+	efap2p_signals_restore(old);
+}
+
+/*
+ * The wait is bounded: a section is one dlopen, a few dlsym or a walk of
+ * the loaded objects, over in milliseconds; one that waits on something
+ * this forking thread holds (a lock another library's prepare handler
+ * took before this one ran, an allocator that locks itself for fork
+ * first) would otherwise never end. Past the bound the fork goes on, as
+ * it would without this library.
+ */
+#define FORK_WAIT_S 2
+
+void efap2p_loader_atfork_prepare(void)
+{
+	struct timespec until;
+
+	fork_holds_loader = 0;
+	if (loader_depth)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += FORK_WAIT_S;
+	fork_holds_loader = !pthread_mutex_clocklock(&loader_lock, CLOCK_MONOTONIC, &until);
+}
+
+void efap2p_loader_atfork_parent(void)
+{
+	if (fork_holds_loader)
+		pthread_mutex_unlock(&loader_lock);
+}
+
+/* In the child: a section this thread was inside goes on (its lock is the
+ * thread's); else the lock is free, or was held by a thread that is not
+ * in the child. */
+void efap2p_loader_atfork_child(void)
+{
+	if (!loader_depth)
+		pthread_mutex_init(&loader_lock, NULL);
 }

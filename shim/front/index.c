@@ -129,22 +129,25 @@ static int check_kind(const struct efap2p_index *ix, int kind)
 	return 0;
 }
 
-/* Attaches the records of every present section not attached yet, as
- * found in kind's order. */
+/* Attaches the record sections whose records are in place but not yet
+ * counted: all of them, or, when one fails its check, none (the caller
+ * then frees what they point into). */
 static int attach_kinds(struct efap2p_index *ix)
 {
-	int kind;
+	int kind, bad = 0;
 
+	for (kind = EFAP2P_SEC_FUNCTIONS; kind <= EFAP2P_SEC_PEERS; kind++)
+		if (ix->rec[kind] && !ix->count[kind] && check_kind(ix, kind))
+			bad = 1;
 	for (kind = EFAP2P_SEC_FUNCTIONS; kind <= EFAP2P_SEC_PEERS; kind++) {
 		if (!ix->rec[kind] || ix->count[kind])
 			continue;
-		if (check_kind(ix, kind)) {
+		if (bad)
 			ix->rec[kind] = NULL;
-			return EINVAL;
-		}
-		ix->count[kind] = ix->sec_count[kind];
+		else
+			ix->count[kind] = ix->sec_count[kind];
 	}
-	return 0;
+	return bad ? EINVAL : 0;
 }
 
 static int check_dmabufs(const struct efap2p_index *ix, const uint8_t *r, uint32_t n)
@@ -231,6 +234,7 @@ int efap2p_index_parse(struct efap2p_index *ix, const uint8_t *head, size_t len)
 	ix->json_size = le64(head + 32);
 	ix->json_mtime_ns = le64(head + 40);
 	ix->json_ino = le64(head + 48);
+	ix->json_ctime_ns = le64(head + 56);
 	if (inline_str(ix->kernel, head + 64, sizeof(ix->kernel)) ||
 	    inline_str(ix->boot_id, head + 136, sizeof(ix->boot_id)) ||
 	    !(ix->flags & (EFAP2P_INDEX_BOOT_BOUND | EFAP2P_INDEX_CHECKED)) != !ix->boot_id[0])

@@ -45,7 +45,7 @@ enum {
 struct efap2p_index {
 	uint32_t flags;
 	uint64_t file_size;
-	uint64_t json_size, json_mtime_ns, json_ino;
+	uint64_t json_size, json_mtime_ns, json_ino, json_ctime_ns;
 	char kernel[72];
 	char boot_id[48];
 	uint64_t tree;			/* checked: the sysfs tree's identity */

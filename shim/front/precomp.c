@@ -10,7 +10,8 @@
  * secure-execution process). A file is used when it is a regular file owned
  * by root or this user and writable by no one else, and its index
  * (FILE.idx, the same rules) is well-formed, bound to the file as it is
- * now, and describes this machine: the kernel release it was decided for,
+ * now (its inode, size, modification and status-change times), and
+ * describes this machine: the kernel release it was decided for,
  * the boot it was written in (a boot-time file), or else each PCI function
  * it covers, present with the same IDs -- unless export checked them in
  * this boot, on this sysfs tree (an operator's file's index records both:
@@ -127,9 +128,22 @@ static const char *untrusted(const struct stat *st, char *why, size_t len)
 	return NULL;
 }
 
-static uint64_t mtime_ns(const struct stat *st)
+static uint64_t ns(const struct timespec *t)
 {
-	return (uint64_t)st->st_mtim.tv_sec * 1000000000u + (uint64_t)st->st_mtim.tv_nsec;
+	return (uint64_t)t->tv_sec * 1000000000u + (uint64_t)t->tv_nsec;
+}
+
+/*
+ * Is the file the one st was taken of, unchanged? Its inode, size,
+ * modification time and status-change time: the last is set by the kernel
+ * on every change (and on a touch that sets the others back), and no one
+ * can set it back but by the clock.
+ */
+static int same_file(const struct stat *st, uint64_t ino, uint64_t size, uint64_t mtime,
+		     uint64_t ctime)
+{
+	return (uint64_t)st->st_ino == ino && (uint64_t)st->st_size == size &&
+	       ns(&st->st_mtim) == mtime && ns(&st->st_ctim) == ctime;
 }
 
 /* A small attribute file's text, NUL-terminated, newline dropped. */
@@ -302,9 +316,7 @@ static int read_index(const char *path, const struct stat *json, char *why, size
 	    (rc = efap2p_index_parse(&pc.ix, pc.head, head_len)) ||
 	    (rc = pc.ix.file_size == (uint64_t)st.st_size ? 0 : EINVAL))
 		goto out;
-	/* not the inode: a copy that keeps the time (cp -p, rsync -t) is the
-	 * same file */
-	if (pc.ix.json_size != (uint64_t)json->st_size || pc.ix.json_mtime_ns != mtime_ns(json)) {
+	if (!same_file(json, pc.ix.json_ino, pc.ix.json_size, pc.ix.json_mtime_ns, pc.ix.json_ctime_ns)) {
 		snprintf(why, len, "%s is stale: the file changed after 'efap2p export' wrote it", path);
 		rc = ESTALE;
 		goto out;
@@ -489,7 +501,7 @@ const char *efap2p_precomp_file(void)
 }
 
 /* Reads len bytes at off of the index in use, which must be the one read
- * at first (same inode, size and time), into a new buffer. */
+ * at first (same device, inode, size and times), into a new buffer. */
 static int read_region(uint64_t off, size_t len, char **out)
 {
 	char idx[PATH_MAX];
@@ -502,8 +514,9 @@ static int read_region(uint64_t off, size_t len, char **out)
 	if ((rc = open_regular(idx, &fd, &st)))
 		return rc;
 	rc = ESTALE;
-	if (st.st_ino != pc.idx_st.st_ino || st.st_dev != pc.idx_st.st_dev ||
-	    st.st_size != pc.idx_st.st_size || mtime_ns(&st) != mtime_ns(&pc.idx_st))
+	if (st.st_dev != pc.idx_st.st_dev ||
+	    !same_file(&st, pc.idx_st.st_ino, (uint64_t)pc.idx_st.st_size, ns(&pc.idx_st.st_mtim),
+		       ns(&pc.idx_st.st_ctim)))
 		goto out;
 	buf = malloc(len ? len : 1);
 	rc = ENOMEM;

@@ -5,6 +5,7 @@
 package indexfuzz
 
 import (
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"testing"
@@ -138,7 +139,7 @@ func TestLazyAttach(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	head := dmabufOffset(t, data)
+	head := sectionOffset(t, data, answer.SectionDmabufs)
 	if got := HeadLen(data); got != head {
 		t.Fatalf("the front reads a head of %d bytes, want the %d before the dma-buf records", got, head)
 	}
@@ -175,16 +176,89 @@ func TestLazyAttach(t *testing.T) {
 	}
 }
 
-// dmabufOffset is where the index's dma-buf records start.
-func dmabufOffset(t *testing.T, data []byte) int {
-	n := int(data[28])
-	for i := 0; i < n; i++ {
-		e := data[answer.IndexHeaderSize+16*i:]
-		if int(e[0]) == answer.SectionDmabufs {
-			return int(uint32(e[8]) | uint32(e[9])<<8 | uint32(e[10])<<16 | uint32(e[11])<<24)
+// TestFailedAttachKeepsNothing: when a section of the records read on
+// demand fails its check, none of the sections read with it are used (the
+// front frees what it read): a NIC record that came after the dma-buf
+// ones, in a well-formed section, is not found either.
+func TestFailedAttachKeepsNothing(t *testing.T) {
+	data := reorder(t, seed(t, "p5.48xlarge"), answer.SectionFunctions, answer.SectionDmabufs,
+		answer.SectionNICs, answer.SectionPeers, answer.SectionStrings)
+	gix, err := answer.ReadIndex(data)
+	if err != nil {
+		t.Fatalf("reordered: %v", err)
+	}
+	// the first two peer records swapped: the peers are not sorted
+	peers := sectionOffset(t, data, answer.SectionPeers)
+	const peerSize = 80
+	a, b := data[peers:peers+peerSize], data[peers+peerSize:peers+2*peerSize]
+	tmp := append([]byte(nil), a...)
+	copy(a, b)
+	copy(b, tmp)
+	head := HeadLen(data)
+	if want := sectionOffset(t, data, answer.SectionDmabufs); head != want {
+		t.Fatalf("head of %d bytes, want the %d before the dma-buf records", head, want)
+	}
+	x := ParseLazy(data, head)
+	if x == nil {
+		t.Fatal("the head alone is refused")
+	}
+	defer x.Free()
+	if x.Attach(head) {
+		t.Fatal("unsorted peer records are attached")
+	}
+	for _, n := range gix.NICs {
+		if _, _, ok := x.NIC(n.Key); ok {
+			t.Fatalf("NIC %#x is found in records whose read failed", n.Key)
 		}
 	}
-	t.Fatal("no dma-buf section")
+	for _, d := range gix.Dmabufs {
+		if _, _, _, ok := x.Dmabuf(d.NIC, d.Exporter); ok {
+			t.Fatalf("dma-buf %#x %q is found in records whose read failed", d.NIC, d.Exporter)
+		}
+	}
+}
+
+// reorder rewrites an index with its sections in the given order (a
+// well-formed index: the table may name them in any order, the strings
+// last).
+func reorder(t *testing.T, data []byte, order ...int) []byte {
+	t.Helper()
+	le := binary.LittleEndian
+	n := int(le.Uint32(data[28:]))
+	type section struct{ count, body []byte }
+	secs := map[int]section{}
+	for i := 0; i < n; i++ {
+		e := data[answer.IndexHeaderSize+16*i:]
+		off, size := le.Uint32(e[8:]), le.Uint32(e[12:])
+		secs[int(le.Uint32(e))] = section{e[4:8], data[off : off+size]}
+	}
+	out := append([]byte(nil), data[:answer.IndexHeaderSize+16*n]...)
+	for i, k := range order {
+		for len(out)%8 != 0 {
+			out = append(out, 0)
+		}
+		e := out[answer.IndexHeaderSize+16*i:]
+		le.PutUint32(e, uint32(k))
+		copy(e[4:8], secs[k].count)
+		le.PutUint32(e[8:], uint32(len(out)))
+		le.PutUint32(e[12:], uint32(len(secs[k].body)))
+		out = append(out, secs[k].body...)
+	}
+	le.PutUint64(out[16:], uint64(len(out)))
+	return out
+}
+
+// sectionOffset is where the index's section of kind starts.
+func sectionOffset(t *testing.T, data []byte, kind int) int {
+	t.Helper()
+	le := binary.LittleEndian
+	for i := 0; i < int(le.Uint32(data[28:])); i++ {
+		e := data[answer.IndexHeaderSize+16*i:]
+		if int(le.Uint32(e)) == kind {
+			return int(le.Uint32(e[8:]))
+		}
+	}
+	t.Fatalf("no section of kind %d", kind)
 	return 0
 }
 
