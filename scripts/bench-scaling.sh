@@ -19,6 +19,10 @@ for f in "$efap2p" "$bench" "$lib"; do
 		exit 1
 	fi
 done
+if [ ! -x /usr/bin/time ]; then
+	echo "bench-scaling: needs GNU time at /usr/bin/time (apt-get install time)" >&2
+	exit 1
+fi
 sizes=${BENCH_SCALING_SIZES:-128 256 512 1024 2048 4096}
 
 . "$(dirname "$0")/lib.sh"
