@@ -152,15 +152,27 @@ static inline uint32_t efap2p_hash_ptr(uintptr_t p)
 
 int efap2p_dev_caps_slow(const struct ibv_device *device);
 
-/* device's slot when it is the first probed and holds device, else NULL
- * (then the callers ask the whole table). */
+/* device's slot when it holds device under a name of under 16 bytes, else
+ * NULL (then the callers ask the whole table). Probed inline as
+ * efap2p_dev_of places it, so that a device whose pointer's first slot was
+ * taken by another's costs a slot or two more, not a call: the table is
+ * never more than 3/4 full, and an empty slot ends the probe. */
 static inline const struct efap2p_dev_slot *efap2p_dev_slot_of(const struct ibv_device *device)
 {
-	uintptr_t p = (uintptr_t)device;
-	const struct efap2p_dev_slot *s = &efap2p_dev_slots[efap2p_hash_ptr(p) & (EFAP2P_DEV_SLOTS - 1)];
+	uintptr_t p = (uintptr_t)device, k;
+	uint32_t i = efap2p_hash_ptr(p), n;
+	const struct efap2p_dev_slot *s;
 	uint64_t n0, n1;
 
-	if (atomic_load_explicit(&s->ptr, memory_order_acquire) != p || s->long_name)
+	for (n = 0;; n++, i++) {
+		s = &efap2p_dev_slots[i & (EFAP2P_DEV_SLOTS - 1)];
+		k = atomic_load_explicit(&s->ptr, memory_order_acquire);
+		if (k == p)
+			break;
+		if (!k || n == EFAP2P_DEV_SLOTS)
+			return NULL;
+	}
+	if (s->long_name)
 		return NULL;
 	memcpy(&n0, device->name, 8);
 	memcpy(&n1, device->name + 8, 8);
