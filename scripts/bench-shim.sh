@@ -188,7 +188,8 @@ A Python start-up varies by milliseconds from run to run on this machine: its
 difference is within that noise (an empty preloaded library measures the same).
 
 The warm paths read answers kept in C memory without a lock, a system call or
-Go: a P2P_DMA answer is one slot found by hashing the device's pointer; a
+Go: a P2P_DMA answer is one slot found by hashing the device's pointer (and
+probing on, inline, past another device's); a
 registration on a NIC for which no exporter can be refused goes straight to
 the real function (only a NIC with a refusable exporter, or one the kernel has
 refused, identifies each buffer: one fstat, and /proc/self/fdinfo on first
