@@ -140,8 +140,7 @@ kernel costs tens of them.
 | and of that the system call alone (on the buffer's memfd, no emulator: what a kernel's \`fstat\` costs on this machine) | $(field sys_fstat_ns "$refused") ns | | | |
 
 A warm \`efadv_query_device\` is the real call, one inline read of the device pointer's slot (the
-pointer, the first 16 bytes of the name, the answer) and a bit; callgrind counts 35 instructions
-added to libefa's 60. A refused registration makes one system call, the \`fstat\` that tells which
+pointer, the first 16 bytes of the name, the answer) and a bit. A refused registration makes one system call, the \`fstat\` that tells which
 buffer the descriptor holds (a descriptor number can be closed and reused between two calls, and
 nothing but the kernel knows it): its cost is that call's on this machine, which the emulator
 answers behind a lock of its own with one system call of its own, plus about 200 instructions.
