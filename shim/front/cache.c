@@ -64,7 +64,7 @@ struct name {
 	 * (EFAP2P_ACCESS_*), 0 until known */
 	_Atomic uint32_t access;
 	/* devices: the PCI function's key once read (key_state: 0 not
-	 * read, 1 read, else the errno + 2) */
+	 * read, -1 being written, 1 read, else the errno + 2) */
 	_Atomic int key_state;
 	uint64_t key;
 };
@@ -98,26 +98,34 @@ static int names_find(struct names *t, const char *s, uint32_t h)
 	return -1;
 }
 
-/* The index of s, added if new; -1 when s is too long or t is full. */
-static int names_index(struct names *t, const char *s)
+/* Under insert_lock: the index of s (of hash h and under NAME_MAX_LEN
+ * bytes), added if new; -1 when t is full. */
+static int names_add_locked(struct names *t, const char *s, uint32_t h)
 {
-	sigset_t old_mask;
-	uint32_t h = hash_str(s);
-	int i = names_find(t, s, h), n;
+	int n = atomic_load_explicit(&t->n, memory_order_relaxed), i = names_find(t, s, h);
 
-	if (i >= 0)
-		return i;
-	if (strlen(s) >= NAME_MAX_LEN)
-		return -1;
-	insert_lock_take(&old_mask);
-	n = atomic_load_explicit(&t->n, memory_order_relaxed);
-	i = names_find(t, s, h);
 	if (i < 0 && n < t->max) {
 		t->v[n].hash = h;
 		strcpy(t->v[n].s, s);
 		atomic_store_explicit(&t->n, n + 1, memory_order_release);
 		i = n;
 	}
+	return i;
+}
+
+/* The index of s, added if new; -1 when s is too long or t is full. */
+static int names_index(struct names *t, const char *s)
+{
+	sigset_t old_mask;
+	uint32_t h = hash_str(s);
+	int i = names_find(t, s, h);
+
+	if (i >= 0)
+		return i;
+	if (strlen(s) >= NAME_MAX_LEN)
+		return -1;
+	insert_lock_take(&old_mask);
+	i = names_add_locked(t, s, h);
 	insert_lock_drop(&old_mask);
 	return i;
 }
@@ -158,31 +166,37 @@ static int find_key(struct ibv_device *device, uint64_t *k)
 	return efap2p_nic_key(device, k);
 }
 
+/*
+ * The key is published without the insert lock (no signal mask to change,
+ * two system calls a device): the thread that claims the entry (0 to -1)
+ * writes it; one that finds it being written, or loses the claim, answers
+ * from what it read itself, which is the same.
+ */
 int efap2p_dev_key(int dev, struct ibv_device *device, uint64_t *key)
 {
-	sigset_t old_mask;
 	struct name *n;
-	int st, rc;
+	int st, rc, unread = 0;
+	uint64_t k = 0;
 
 	if (dev < 0)	/* the table is full: found every time */
 		return find_key(device, key);
 	n = &dev_names[dev];
 	st = atomic_load_explicit(&n->key_state, memory_order_acquire);
-	if (!st) {
-		uint64_t k = 0;
-
-		rc = find_key(device, &k);
-		insert_lock_take(&old_mask);
-		if (!atomic_load_explicit(&n->key_state, memory_order_relaxed)) {
-			n->key = k;
-			atomic_store_explicit(&n->key_state, rc ? rc + 2 : 1, memory_order_release);
-		}
-		insert_lock_drop(&old_mask);
-		st = atomic_load_explicit(&n->key_state, memory_order_acquire);
+	if (st == 1) {
+		*key = n->key;
+		return 0;
 	}
-	if (st != 1)
+	if (st > 1)
 		return st - 2;
-	*key = n->key;
+	rc = find_key(device, &k);
+	if (!st && atomic_compare_exchange_strong_explicit(&n->key_state, &unread, -1, memory_order_acquire,
+							   memory_order_relaxed)) {
+		n->key = k;
+		atomic_store_explicit(&n->key_state, rc ? rc + 2 : 1, memory_order_release);
+	}
+	if (rc)
+		return rc;
+	*key = k;
 	return 0;
 }
 
@@ -241,14 +255,20 @@ int efap2p_dev_of(const struct ibv_device *device)
 {
 	sigset_t old_mask;
 	uintptr_t p = (uintptr_t)device;
-	uint32_t i = efap2p_hash_ptr(p) & (EFAP2P_DEV_SLOTS - 1);
-	int dev = efap2p_dev_index(device->name);
+	uint32_t i = efap2p_hash_ptr(p) & (EFAP2P_DEV_SLOTS - 1), h = hash_str(device->name);
+	int dev = names_find(&devs, device->name, h);
 	struct efap2p_dev_slot *s;
 
-	if (dev < 0 || efap2p_dev_lookup(device) == dev)
+	if (dev >= 0 && efap2p_dev_lookup(device) == dev)
 		return dev;
+	if (dev < 0 && strlen(device->name) >= NAME_MAX_LEN)
+		return -1;
+	/* a new device's name and pointer under one lock (one signal mask
+	 * change) */
 	insert_lock_take(&old_mask);
-	if (dev_slots_used < EFAP2P_DEV_SLOTS / 4 * 3) {
+	if (dev < 0)
+		dev = names_add_locked(&devs, device->name, h);
+	if (dev >= 0 && dev_slots_used < EFAP2P_DEV_SLOTS / 4 * 3) {
 		while (atomic_load_explicit(&efap2p_dev_slots[i].ptr, memory_order_relaxed) &&
 		       atomic_load_explicit(&efap2p_dev_slots[i].ptr, memory_order_relaxed) != p)
 			i = (i + 1) & (EFAP2P_DEV_SLOTS - 1);
