@@ -68,7 +68,7 @@ APT_PACKAGES = libibverbs-dev ibverbs-providers ibverbs-utils python3-pyverbs \
 	cmake pkg-config gcc g++ make valgrind graphviz \
 	build-essential debhelper dpkg-dev lintian man-db \
 	libcap2-bin util-linux prometheus pciutils hwloc \
-	libfabric-bin udev python3-yaml \
+	libfabric-bin udev python3-yaml strace time \
 	libfabric-dev openmpi-bin libopenmpi-dev perftest qperf
 # The fleet engines `make fleet-test` runs efap2p check inside.
 FLEET_PACKAGES = slurm-wlm munge prometheus prometheus-node-exporter curl python3
@@ -171,7 +171,8 @@ fleet-test: go-build c-build
 	@echo "fleet-test: 3 passed, 0 failed"
 
 bench: build
-	@./scripts/bench.sh $(BUILD) > BENCHMARKS.md.tmp && mv BENCHMARKS.md.tmp BENCHMARKS.md
+	@./scripts/bench.sh $(BUILD) > $(BUILD)/BENCHMARKS.md.tmp || { rm -f $(BUILD)/BENCHMARKS.md.tmp; exit 1; }
+	@mv $(BUILD)/BENCHMARKS.md.tmp BENCHMARKS.md
 	@echo "wrote BENCHMARKS.md"
 
 # Installs what 'make build' built (run that first, with the same PREFIX

@@ -84,8 +84,11 @@ func (e *Engine) NICAt(ibdev string, addr p2p.Addr) (NIC, syscall.Errno) {
 	case v == nil:
 		return NIC{Summary: e.sumf("%s (%s): no P2P_DMA: the machine has no accelerator", ibdev, addr)}, 0
 	}
-	return NIC{Summary: e.sumf("%s (%s): no P2P_DMA: no accelerator is reached with true P2P; the nearest, %s, is %s: %s",
-		ibdev, addr, v.Provider, v.Outcome, reasonOf(v))}, 0
+	if !e.summaries {
+		return NIC{}, 0
+	}
+	return NIC{Summary: fmt.Sprintf("%s (%s): no P2P_DMA: no accelerator is reached with true P2P; the nearest, %s, is %s: %s",
+		ibdev, addr, v.Provider, v.Outcome, e.reason(v))}, 0
 }
 
 // sumf formats a log summary when summaries are wanted.
@@ -94,6 +97,17 @@ func (e *Engine) sumf(format string, args ...any) string {
 		return ""
 	}
 	return fmt.Sprintf(format, args...)
+}
+
+// reason is a verdict's reason with the kernel's hint when it has one,
+// explained on demand (an oracle with p2p.Options.NoReasons caches none).
+func (e *Engine) reason(v *p2p.Verdict) string {
+	if v.Reason == "" {
+		if ev, err := e.oracle.Explain(v.Provider, v.Client); err == nil {
+			v = ev
+		}
+	}
+	return reasonOf(v)
 }
 
 // resolve returns the PCI function of an RDMA device, or the errno the
@@ -154,9 +168,11 @@ func (e *Engine) Peer(ibdev string, peer p2p.Addr) (Attr, syscall.Errno) {
 	return e.PeerAt(nic, peer)
 }
 
-// PeerAt is Peer for the NIC at nic.
+// PeerAt is Peer for the NIC at nic. The verdict is explained, and not
+// kept by an oracle that keeps none explained (the front keeps the
+// answer).
 func (e *Engine) PeerAt(nic, peer p2p.Addr) (Attr, syscall.Errno) {
-	v, err := e.oracle.Verdict(peer, nic)
+	v, err := e.oracle.Explain(peer, nic)
 	if err != nil {
 		return Attr{}, errnoOf(err)
 	}
@@ -195,12 +211,17 @@ func (e *Engine) Dmabuf(ibdev, expName string) Dmabuf {
 // DmabufAt is Dmabuf for the RDMA device ibdev known to be the function nic.
 func (e *Engine) DmabufAt(ibdev string, nic p2p.Addr, expName string) Dmabuf {
 	d, err := e.oracle.Dmabuf(nic, expName)
+	return e.dmabufOf(ibdev, nic, expName, d, err)
+}
+
+// dmabufOf is DmabufAt for the oracle's decision d (or its error).
+func (e *Engine) dmabufOf(ibdev string, nic p2p.Addr, expName string, d *p2p.DmabufDecision, err error) Dmabuf {
 	if err != nil {
 		return Dmabuf{Decision: DmabufPass, Err: errnoOf(err),
 			Summary: fmt.Sprintf("%s (%s): dma-bufs from %q are not judged: %v", ibdev, nic, expName, err)}
 	}
 	var flags uint32
-	reason := reasonOf(d.Best)
+	reason := e.reason(d.Best)
 	if len(d.Candidates) > 1 {
 		flags |= abi.P2PFlagAmbiguousPeer
 		reason = fmt.Sprintf("The exporter %q may own the buffers of %d devices; the most favourable is %s. %s",
@@ -215,7 +236,7 @@ func (e *Engine) DmabufAt(ibdev string, nic p2p.Addr, expName string) Dmabuf {
 	if d.Refuse {
 		a.Decision, a.AllAllowed = DmabufRefuse, false
 		a.Summary = fmt.Sprintf("%s (%s) cannot DMA into dma-bufs exported by %q: %s",
-			ibdev, nic, expName, refusedList(d))
+			ibdev, nic, expName, refusedList(d, reason))
 	}
 	return a
 }
@@ -236,6 +257,12 @@ func (e *Engine) Refusable(ibdev string) (bool, syscall.Errno) {
 
 // RefusableAt is Refusable for the NIC at nic.
 func (e *Engine) RefusableAt(nic p2p.Addr) bool {
+	return e.refusableWith(func(exp string) (*p2p.DmabufDecision, error) { return e.oracle.Dmabuf(nic, exp) })
+}
+
+// refusableWith is RefusableAt with the NIC's decision for each exporter
+// from decide.
+func (e *Engine) refusableWith(decide func(exp string) (*p2p.DmabufDecision, error)) bool {
 	drivers, err := e.sysfs.Drivers()
 	if err != nil {
 		return true // cannot tell: identify every buffer
@@ -246,7 +273,7 @@ func (e *Engine) RefusableAt(nic p2p.Addr) bool {
 		if d == "pcieport" {
 			continue
 		}
-		if dec, err := e.oracle.Dmabuf(nic, d); err == nil && dec.Refuse {
+		if dec, err := decide(d); err == nil && dec.Refuse {
 			return true
 		}
 	}
@@ -254,8 +281,8 @@ func (e *Engine) RefusableAt(nic p2p.Addr) bool {
 }
 
 // refusedList names the refused candidates of a decision with the reason
-// of the first.
-func refusedList(d *p2p.DmabufDecision) string {
+// of the best.
+func refusedList(d *p2p.DmabufDecision, reason string) string {
 	addrs := make([]string, len(d.Candidates))
 	for i, v := range d.Candidates {
 		addrs[i] = v.Provider.String()
@@ -264,7 +291,7 @@ func refusedList(d *p2p.DmabufDecision) string {
 	if len(addrs) > 1 {
 		what = "all its devices (" + strings.Join(addrs, ", ") + ") are refused"
 	}
-	return what + ". " + reasonOf(d.Best)
+	return what + ". " + reason
 }
 
 // reasonOf is a verdict's reason, with the kernel's hint when it has one.

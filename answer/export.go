@@ -22,6 +22,10 @@ type ExportOptions struct {
 	Force bool
 	// Boot binds the file to this boot (the boot-time file).
 	Boot bool
+	// Reasons writes each pair's explanation into the file (it then
+	// grows tenfold); without it a reader explains a pair from the
+	// recorded facts alone.
+	Reasons bool
 }
 
 // ErrUncertain is wrapped when some verdicts between the machine's
@@ -39,9 +43,12 @@ var ErrNotNIC = errors.New("not a NIC of this machine")
 // machine it describes (p2p.TopologyFile.RecordMachine). The NIC and
 // accelerator facts of the topology file o reads, if any (the operator's,
 // for the boot-time file), are carried into it; its pairs come in through
-// o's verdicts.
+// o's verdicts. Each pair is worked out once and not cached (o.Compute), so
+// time and memory grow with the pairs written; an oracle made with
+// p2p.Options.NoReasons spares the sentences ExportOptions.Reasons does
+// not write.
 func Export(o *p2p.Oracle, src *p2p.Sysfs, opts ExportOptions) (*p2p.TopologyFile, error) {
-	m, err := devices.BuildMatrix(o, src)
+	devs, err := devices.List(o, src)
 	if err != nil {
 		return nil, err
 	}
@@ -49,12 +56,14 @@ func Export(o *p2p.Oracle, src *p2p.Sysfs, opts ExportOptions) (*p2p.TopologyFil
 	tf := p2p.NewTopologyFile(host)
 	operator := operatorFacts(o)
 	isNIC := map[p2p.Addr]bool{}
-	for _, d := range m.Devices {
+	var accels []p2p.Addr
+	for _, d := range devs {
 		switch d.Kind {
 		case devices.KindNIC:
 			isNIC[d.Addr] = true
 			tf.NICs = append(tf.NICs, p2p.TopoNIC{Addr: d.Addr, IBDev: d.IBDev})
 		case devices.KindAccelerator:
+			accels = append(accels, d.Addr)
 			tf.Accelerators = append(tf.Accelerators, p2p.TopoAccelerator{Addr: d.Addr, Driver: d.Driver, Vendor: d.Vendor, Device: d.Device})
 		}
 	}
@@ -79,33 +88,58 @@ func Export(o *p2p.Oracle, src *p2p.Sysfs, opts ExportOptions) (*p2p.TopologyFil
 			}
 		}
 	}
-	var uncertain []string
-	for _, p := range m.Devices {
-		if p.Kind != devices.KindAccelerator {
-			continue
-		}
-		for _, c := range m.Devices {
-			if c.Addr == p.Addr {
+	verdict := o.Compute
+	if opts.Reasons {
+		verdict = o.Explain
+	}
+	// Each accelerator's row of pairs is its own (every device but
+	// itself, as devs lists them): worked out side by side, in place.
+	row := max(len(devs)-1, 0)
+	tf.Pairs = make([]p2p.TopoPair, len(accels)*row)
+	uncertain := make([]int, len(accels))
+	examples := make([]string, len(accels))
+	errs := make([]error, len(accels))
+	each(len(accels), func(i int) {
+		p, out := accels[i], tf.Pairs[i*row:(i+1)*row]
+		j := 0
+		for _, c := range devs {
+			if c.Addr == p {
 				continue
 			}
-			v, err := o.Verdict(p.Addr, c.Addr)
+			v, err := verdict(p, c.Addr)
 			if err != nil {
-				return nil, err
+				errs[i] = err
+				return
 			}
 			// The file records map types: a kernel-safe guess is not one,
 			// even where the outcome would be the same.
 			if !v.Exact {
-				uncertain = append(uncertain, p.Addr.String()+" -> "+c.Addr.String())
+				if uncertain[i]++; examples[i] == "" {
+					examples[i] = p.String() + " -> " + c.Addr.String()
+				}
 			}
-			tf.Pairs = append(tf.Pairs, p2p.TopoPair{
+			out[j] = p2p.TopoPair{
 				Provider: v.Provider, Client: v.Client, MapType: v.MapType, Distance: v.Distance, Path: v.Path,
 				Policy: v.Policy, Outcome: v.Outcome, BandwidthMBs: v.BandwidthMBs(), LatencyNs: v.LatencyNs(),
-				ACSRedirect: v.ACSRedirect, Reason: v.Reason,
-			})
+				ACSRedirect: v.ACSRedirect,
+			}
+			if opts.Reasons {
+				out[j].Reason = v.Reason
+			}
+			j++
+		}
+	})
+	total, example := 0, ""
+	for i := range accels {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		if total += uncertain[i]; example == "" {
+			example = examples[i]
 		}
 	}
-	if len(uncertain) > 0 && !opts.Force {
-		return nil, fmt.Errorf("%w (%d pairs, e.g. %s): config space is not readable", ErrUncertain, len(uncertain), uncertain[0])
+	if total > 0 && !opts.Force {
+		return nil, fmt.Errorf("%w (%d pairs, e.g. %s): config space is not readable", ErrUncertain, total, example)
 	}
 	if err := tf.RecordMachine(o, opts.Boot); err != nil {
 		return nil, err

@@ -7,8 +7,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/efap2p/efap2p/internal/dmabuf"
@@ -28,7 +31,8 @@ import (
 //	 32  JSON size (u64)          40  JSON mtime, ns (u64) 48  JSON inode (u64)
 //	 56  JSON ctime, ns (u64)
 //	 64  kernel release (char[72], NUL-terminated)
-//	136  boot ID (char[48], NUL-terminated; "" unless boot-bound)
+//	136  boot ID (char[48], NUL-terminated; "" unless boot-bound or checked)
+//	184  sysfs tree (u64; checked indexes: TreeID of the tree export read)
 //	section table: one {kind, count, offset, size} (u32 each) per section
 //	sections, 8-byte aligned, in table order, the strings last: functions,
 //	NICs, dma-bufs, peers, strings
@@ -37,6 +41,14 @@ import (
 // (reasons and log lines, most of the file) only when it needs one. A
 // dma-buf record whose NIC is AnyNIC holds the answer for every NIC of the
 // index (an exporter of system memory, or one that owns no function).
+//
+// An index written for a file that outlives boots (an operator's) records
+// the boot and the sysfs tree export read the machine in (IndexChecked):
+// in that boot, on that tree, a reader takes its functions as checked and
+// its NICs' names as this boot's, as for a boot-time index; in any other,
+// it checks every function (version 2 indexes, which lack it, always do).
+// A device hot-plugged after the export within that boot is not seen:
+// export again, or enable the boot unit, whose file the udev rule rewrites.
 //
 // The index is bound to its JSON file by the JSON's inode, size,
 // modification time and status-change time: a JSON file edited or
@@ -48,11 +60,11 @@ import (
 // A hash of the JSON would bind it as well, but a reader would then read
 // the whole JSON at every start, which the index is there to spare.
 const (
-	IndexMagic      = "EFAP2PIX"
-	IndexVersion    = 2
+	IndexMagic   = "EFAP2PIX"
+	IndexVersion = 3
+	// IndexVersion2 is the previous version (no checked flag), still read.
+	IndexVersion2   = 2
 	IndexHeaderSize = 192
-	// MaxIndexSize bounds what a reader reads of an index.
-	MaxIndexSize = 16 << 20
 	// IndexSuffix is appended to the topology file's name.
 	IndexSuffix = ".idx"
 )
@@ -60,7 +72,42 @@ const (
 // Header flags.
 const (
 	IndexBootBound = 1 << 0 // written at boot: the boot ID binds it
+	IndexChecked   = 1 << 1 // written on this machine in boot BootID, on sysfs tree Tree
 )
+
+// Bounds on an index: a reader reads any up to MinIndexLimit, and past that
+// what one for a machine of its size can hold (IndexLimit), so that no
+// index export writes is refused on its machine; offsets are 32 bits.
+const (
+	MinIndexLimit = 16 << 20
+	maxIndexSize  = 1<<32 - 1
+)
+
+// IndexLimit is the most a reader reads of an index on a machine of n PCI
+// functions: each NIC's records for as many exporters as a front keeps
+// (64) and a peer record, with its strings, for every ordered pair of
+// functions. The C front applies the same formula.
+func IndexLimit(n int) uint64 {
+	return max(MinIndexLimit, 1<<20+uint64(n)*64*(dmabufSize+64)+uint64(n)*uint64(n)*256)
+}
+
+// TreeID names the sysfs tree at root as a checked index records it: a
+// hash of the device and inode of its bus/pci/devices directory (the C
+// front computes the same). 0 when it cannot be read.
+func TreeID(root string) uint64 {
+	var st syscall.Stat_t
+	if err := syscall.Stat(root+"/bus/pci/devices", &st); err != nil {
+		return 0
+	}
+	var b [16]byte
+	le.PutUint64(b[:], st.Dev)
+	le.PutUint64(b[8:], st.Ino)
+	h := uint64(14695981039346656037) // FNV-1a
+	for _, c := range b {
+		h = (h ^ uint64(c)) * 1099511628211
+	}
+	return h
+}
 
 // Section kinds.
 const (
@@ -109,6 +156,10 @@ type JSONIdentity struct {
 type Index struct {
 	JSON      JSONIdentity
 	BootBound bool
+	// Checked: written on this machine in boot BootID, on the sysfs tree
+	// Tree (TreeID), for a file that outlives boots.
+	Checked   bool
+	Tree      uint64
 	Kernel    string
 	BootID    string
 	Functions []IndexFunction
@@ -162,11 +213,27 @@ func Key(a p2p.Addr) uint64 {
 // BuildIndex works out the index for the topology file tf, read by the
 // engine e (whose oracle reads tf), bound to the JSON file's identity id.
 func BuildIndex(e *Engine, tf *p2p.TopologyFile, id JSONIdentity) (*Index, error) {
+	return buildIndex(e, &tf.Machine, peersOf(tf), id)
+}
+
+// peersOf lists the providers of the file's pairs by client.
+func peersOf(tf *p2p.TopologyFile) map[p2p.Addr][]p2p.Addr {
+	out := map[p2p.Addr][]p2p.Addr{}
+	for i := range tf.Pairs {
+		p := &tf.Pairs[i]
+		out[p.Client] = append(out[p.Client], p.Provider)
+	}
+	return out
+}
+
+// buildIndex is BuildIndex for the file's machine and its pairs' providers
+// by client.
+func buildIndex(e *Engine, m *p2p.TopoMachine, peersOf map[p2p.Addr][]p2p.Addr, id JSONIdentity) (*Index, error) {
 	if e.Err() != nil {
 		return nil, e.Err()
 	}
-	ix := &Index{JSON: id, BootBound: tf.Machine.BootID != "", Kernel: tf.Machine.Kernel, BootID: tf.Machine.BootID}
-	for _, f := range tf.Machine.Functions {
+	ix := &Index{JSON: id, BootBound: m.BootID != "", Kernel: m.Kernel, BootID: m.BootID}
+	for _, f := range m.Functions {
 		var v, d uint16
 		if _, err := fmt.Sscanf(f.ID, "%04x:%04x", &v, &d); err != nil {
 			return nil, fmt.Errorf("machine function %s: id %q: %w", f.Addr, f.ID, err)
@@ -198,43 +265,25 @@ func BuildIndex(e *Engine, tf *p2p.TopologyFile, id JSONIdentity) (*Index, error
 	if len(ix.Kernel) >= kernelLen || len(ix.BootID) >= bootLen {
 		return nil, fmt.Errorf("kernel release %q or boot ID %q too long for an index", ix.Kernel, ix.BootID)
 	}
-	peersOf := map[p2p.Addr][]p2p.Addr{}
-	for _, p := range tf.Pairs {
-		peersOf[p.Client] = append(peersOf[p.Client], p.Provider)
+	names := make([]string, 0, len(exporters))
+	for n := range exporters {
+		names = append(names, n)
 	}
-	var nicKeys []uint64
+	sort.Strings(names)
+	// The NICs are independent: worked out side by side, kept in order.
+	results := make([]nicRecords, len(devs))
+	each(len(devs), func(i int) { results[i] = e.nicRecords(devs[i], names, peersOf[devs[i].Addr]) })
 	perNIC := map[string][]IndexDmabuf{}
-	for _, dev := range devs {
-		nic, errno := e.NICAt(dev.Name, dev.Addr)
-		if errno != 0 {
+	for i := range results {
+		r := &results[i]
+		if !r.ok {
 			continue // not covered: the core answers
 		}
-		n := IndexNIC{Key: Key(dev.Addr), Summary: nic.Summary}
-		if len(dev.Name) < nicNameLen && strings.IndexByte(dev.Name, 0) < 0 {
-			n.Name = dev.Name
+		ix.NICs = append(ix.NICs, r.nic)
+		for j, exp := range names {
+			perNIC[exp] = append(perNIC[exp], r.dmabufs[j])
 		}
-		if nic.Reaches {
-			n.Flags |= NICReaches
-		}
-		if e.RefusableAt(dev.Addr) {
-			n.Flags |= NICRefusable
-		}
-		ix.NICs = append(ix.NICs, n)
-		nicKeys = append(nicKeys, n.Key)
-		for exp := range exporters {
-			d := e.DmabufAt(dev.Name, dev.Addr, exp)
-			if d.Decision == DmabufPass {
-				// what the front does with a pass: the real function,
-				// or the errno; the rest is for nobody
-				d = Dmabuf{Decision: DmabufPass, Err: d.Err}
-			}
-			perNIC[exp] = append(perNIC[exp], IndexDmabuf{NIC: n.Key, Exporter: exp, Dmabuf: d})
-		}
-		for _, peer := range peersOf[dev.Addr] {
-			if a, errno := e.PeerAt(dev.Addr, peer); errno == 0 {
-				ix.Peers = append(ix.Peers, IndexPeer{NIC: n.Key, Peer: Key(peer), Attr: a})
-			}
-		}
+		ix.Peers = append(ix.Peers, r.peers...)
 	}
 	for exp, ds := range perNIC {
 		if uniform(ds) {
@@ -245,6 +294,82 @@ func BuildIndex(e *Engine, tf *p2p.TopologyFile, id JSONIdentity) (*Index, error
 	}
 	ix.sort()
 	return ix, nil
+}
+
+// nicRecords are one NIC's records: its own, one for each exporter (in
+// the order of the names asked for) and one for each peer.
+type nicRecords struct {
+	ok      bool
+	nic     IndexNIC
+	dmabufs []IndexDmabuf
+	peers   []IndexPeer
+}
+
+// nicRecords works out the records of the RDMA device dev for the
+// exporters names and the peers of its pairs in the file.
+func (e *Engine) nicRecords(dev p2p.RDMADev, names []string, peers []p2p.Addr) nicRecords {
+	nic, errno := e.NICAt(dev.Name, dev.Addr)
+	if errno != 0 {
+		return nicRecords{}
+	}
+	r := nicRecords{ok: true, nic: IndexNIC{Key: Key(dev.Addr), Summary: nic.Summary}}
+	n := &r.nic
+	if len(dev.Name) < nicNameLen && strings.IndexByte(dev.Name, 0) < 0 {
+		n.Name = dev.Name
+	}
+	if nic.Reaches {
+		n.Flags |= NICReaches
+	}
+	// each (NIC, exporter) decision once: the refusable flag and the
+	// records read the same ones
+	type decision struct {
+		d   *p2p.DmabufDecision
+		err error
+	}
+	decided := map[string]decision{}
+	decide := func(exp string) (*p2p.DmabufDecision, error) {
+		d, ok := decided[exp]
+		if !ok {
+			d.d, d.err = e.oracle.Dmabuf(dev.Addr, exp)
+			decided[exp] = d
+		}
+		return d.d, d.err
+	}
+	if e.refusableWith(decide) {
+		n.Flags |= NICRefusable
+	}
+	for _, exp := range names {
+		dd, err := decide(exp)
+		d := e.dmabufOf(dev.Name, dev.Addr, exp, dd, err)
+		if d.Decision == DmabufPass {
+			// what the front does with a pass: the real function, or
+			// the errno; the rest is for nobody
+			d = Dmabuf{Decision: DmabufPass, Err: d.Err}
+		}
+		r.dmabufs = append(r.dmabufs, IndexDmabuf{NIC: n.Key, Exporter: exp, Dmabuf: d})
+	}
+	for _, peer := range peers {
+		if a, errno := e.PeerAt(dev.Addr, peer); errno == 0 {
+			r.peers = append(r.peers, IndexPeer{NIC: n.Key, Peer: Key(peer), Attr: a})
+		}
+	}
+	return r
+}
+
+// each calls f(0) to f(n-1), on as many goroutines as the process has Ps.
+func each(n int, f func(i int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < min(runtime.GOMAXPROCS(0), n); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				f(i)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // uniform reports whether every NIC gets the same pass.
@@ -395,9 +520,15 @@ func (ix *Index) Marshal() []byte {
 	copy(out, IndexMagic)
 	le.PutUint32(out[8:], IndexVersion)
 	le.PutUint32(out[12:], IndexHeaderSize)
+	var flags uint32
 	if ix.BootBound {
-		le.PutUint32(out[24:], IndexBootBound)
+		flags |= IndexBootBound
 	}
+	if ix.Checked {
+		flags |= IndexChecked
+	}
+	le.PutUint32(out[24:], flags)
+	le.PutUint64(out[184:], ix.Tree)
 	le.PutUint32(out[28:], sectionKinds)
 	le.PutUint64(out[32:], ix.JSON.Size)
 	le.PutUint64(out[40:], ix.JSON.MtimeNs)
@@ -445,25 +576,31 @@ func inline(b []byte) (string, error) {
 	return string(b[:n]), nil
 }
 
-// ReadIndex decodes and checks an index, as the C front does: every
-// offset, length and count within the file, records sorted, strings
-// terminated. It never reads out of bounds, whatever data holds.
+// ReadIndex decodes and checks an index of version 3 or 2, as the C front
+// does: every offset, length and count within the file, records sorted,
+// strings terminated. It never reads out of bounds, whatever data holds.
+// How much of a file to read is the reader's (IndexLimit).
 func ReadIndex(data []byte) (*Index, error) {
-	if len(data) < IndexHeaderSize || len(data) > MaxIndexSize {
+	if len(data) < IndexHeaderSize || uint64(len(data)) > maxIndexSize {
 		return nil, indexErr("%d bytes", len(data))
 	}
 	if string(data[:8]) != IndexMagic {
 		return nil, indexErr("no %s magic", IndexMagic)
 	}
-	if v := le.Uint32(data[8:]); v != IndexVersion {
-		return nil, indexErr("version %d, this build reads %d", v, IndexVersion)
+	version := le.Uint32(data[8:])
+	if version != IndexVersion && version != IndexVersion2 {
+		return nil, indexErr("version %d, this build reads %d and %d", version, IndexVersion2, IndexVersion)
 	}
 	if le.Uint32(data[12:]) != IndexHeaderSize || le.Uint64(data[16:]) != uint64(len(data)) {
 		return nil, indexErr("header or file size does not match the file")
 	}
 	flags := le.Uint32(data[24:])
 	n := le.Uint32(data[28:])
-	if flags&^IndexBootBound != 0 || n == 0 || n > sectionKinds {
+	known := uint32(IndexBootBound | IndexChecked)
+	if version == IndexVersion2 {
+		known = IndexBootBound
+	}
+	if flags&^known != 0 || flags == IndexBootBound|IndexChecked || n == 0 || n > sectionKinds {
 		return nil, indexErr("flags %#x, %d sections", flags, n)
 	}
 	tableEnd := uint64(IndexHeaderSize) + uint64(n)*sectionSize
@@ -496,7 +633,7 @@ func ReadIndex(data []byte) (*Index, error) {
 	if strs == nil {
 		return nil, indexErr("no strings")
 	}
-	ix := &Index{BootBound: flags&IndexBootBound != 0,
+	ix := &Index{BootBound: flags&IndexBootBound != 0, Checked: flags&IndexChecked != 0,
 		JSON: JSONIdentity{le.Uint64(data[32:]), le.Uint64(data[40:]), le.Uint64(data[48:]), le.Uint64(data[56:])}}
 	var err error
 	if ix.Kernel, err = inline(data[kernelOff : kernelOff+kernelLen]); err != nil {
@@ -505,8 +642,11 @@ func ReadIndex(data []byte) (*Index, error) {
 	if ix.BootID, err = inline(data[bootOff : bootOff+bootLen]); err != nil {
 		return nil, err
 	}
-	if ix.BootBound != (ix.BootID != "") {
-		return nil, indexErr("boot flag and boot ID disagree")
+	if (ix.BootBound || ix.Checked) != (ix.BootID != "") {
+		return nil, indexErr("boot flags and boot ID disagree")
+	}
+	if version != IndexVersion2 {
+		ix.Tree = le.Uint64(data[184:])
 	}
 	for i := 0; i < counts[SectionFunctions]; i++ {
 		b := secs[SectionFunctions][i*functionSize:]

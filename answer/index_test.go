@@ -86,6 +86,10 @@ func TestIndexP5(t *testing.T) {
 	if ix.JSON.Size != uint64(st.Size) || ix.JSON.Ino != st.Ino || ix.JSON.CtimeNs != ctime || ix.BootBound || ix.Kernel == "" {
 		t.Errorf("binding %+v, boot %v, kernel %q; the file is %d bytes, inode %d, ctime %d", ix.JSON, ix.BootBound, ix.Kernel, st.Size, st.Ino, ctime)
 	}
+	// a file that outlives boots, checked on this machine in this boot
+	if !ix.Checked || ix.BootID != bootID() || ix.BootID == "" || ix.Tree != TreeID(root) || ix.Tree == 0 {
+		t.Errorf("checked %v in boot %q on tree %#x; want this boot (%q), this tree (%#x)", ix.Checked, ix.BootID, ix.Tree, bootID(), TreeID(root))
+	}
 	// by hand: 8 GPUs and 32 EFA NICs, 4 NICs under each GPU's switch;
 	// nvidia allows every peer in a VM, so every NIC reaches one and none
 	// is refused an exporter
@@ -166,6 +170,11 @@ func TestReadIndexRejects(t *testing.T) {
 	strings := secOff(SectionStrings)
 	nics := secOff(SectionNICs)
 	nicData := int(le.Uint32(good[nics+8:]))
+	noBoot := func(flags uint32) []byte {
+		b := put32(24, flags)
+		clear(b[136:184])
+		return b
+	}
 	for _, tc := range []struct {
 		name string
 		data []byte
@@ -175,7 +184,10 @@ func TestReadIndexRejects(t *testing.T) {
 		{"magic", append([]byte("EFAP2PIY"), good[8:]...)},
 		{"version", put32(8, IndexVersion+1)},
 		{"flags", put32(24, 4)},
-		{"boot flag without boot ID", put32(24, IndexBootBound)},
+		{"boot flag without boot ID", noBoot(IndexBootBound)},
+		{"checked flag without boot ID", noBoot(IndexChecked)},
+		{"both boot flags", put32(24, IndexBootBound|IndexChecked)},
+		{"version 2 with the checked flag", put32(8, IndexVersion2)},
 		{"no sections", put32(28, 0)},
 		{"six sections", put32(28, 6)},
 		{"kind", put32(IndexHeaderSize, 9)},
@@ -215,4 +227,24 @@ func FuzzReadIndex(f *testing.F) {
 			t.Fatalf("an accepted index does not survive a round trip: %v", err)
 		}
 	})
+}
+
+// TestReadIndexVersion2: an index of the previous version, which has no
+// checked flag, is still read.
+func TestReadIndexVersion2(t *testing.T) {
+	_, file := exportTree(t, "intel-acs-switch")
+	data, err := os.ReadFile(file + IndexSuffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	le.PutUint32(data[8:], IndexVersion2)
+	le.PutUint32(data[24:], 0)
+	clear(data[136:192])
+	ix, err := ReadIndex(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ix.Checked || ix.BootID != "" || ix.Tree != 0 || len(ix.NICs) == 0 {
+		t.Errorf("version 2: checked %v, boot %q, tree %#x, %d NICs", ix.Checked, ix.BootID, ix.Tree, len(ix.NICs))
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/efap2p/efap2p/p2p"
@@ -23,6 +24,11 @@ func WriteTopology(name string, tf *p2p.TopologyFile, s *p2p.Sysfs, opts p2p.Opt
 	if err != nil {
 		return err
 	}
+	// What the index needs of tf, so that its pairs can go (the GC frees
+	// them) while the file is read back: a large machine's are hundreds
+	// of megabytes, held twice otherwise.
+	machine, peers := tf.Machine, peersOf(tf)
+	tf = nil
 	dir := filepath.Dir(name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -34,21 +40,47 @@ func WriteTopology(name string, tf *p2p.TopologyFile, s *p2p.Sysfs, opts p2p.Opt
 	if err := syscall.Stat(name, &st); err != nil {
 		return &os.PathError{Op: "stat", Path: name, Err: err}
 	}
-	opts.TopologyFile, opts.TopologyFiles = name, nil
+	// the index's sentences are explained one by one (Engine.reason)
+	opts.TopologyFile, opts.TopologyFiles, opts.NoReasons = name, nil, true
 	o := p2p.NewOracleWith(p2p.NewTopology(s), opts)
 	if err := o.TopologyFileError(); err != nil {
 		return fmt.Errorf("the file just written cannot be read back: %w", err)
 	}
-	ix, err := BuildIndex(NewFromOracle(s, o), tf, JSONIdentity{
+	ix, err := buildIndex(NewFromOracle(s, o), &machine, peers, JSONIdentity{
 		Size: uint64(st.Size), MtimeNs: uint64(st.Mtim.Sec)*1e9 + uint64(st.Mtim.Nsec), Ino: st.Ino,
 		CtimeNs: uint64(st.Ctim.Sec)*1e9 + uint64(st.Ctim.Nsec)})
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(name+IndexSuffix, ix.Marshal()); err != nil {
+	// A file that outlives boots is checked on this machine now: in this
+	// boot, on this tree, readers need not check its functions again.
+	if !ix.BootBound {
+		if b := bootID(); b != "" && len(b) < bootLen {
+			ix.Checked, ix.BootID, ix.Tree = true, b, TreeID(s.Root())
+		}
+	}
+	data = ix.Marshal()
+	fns, err := s.Functions()
+	if err != nil {
+		return err
+	}
+	if limit := IndexLimit(len(fns)); uint64(len(data)) > limit {
+		return fmt.Errorf("the index of %s would be %d bytes, more than its readers read on a machine of %d PCI functions (%d)", name, len(data), len(fns), limit)
+	}
+	if err := writeAtomic(name+IndexSuffix, data); err != nil {
 		return err
 	}
 	return syncDir(dir)
+}
+
+// bootID is this boot's ID (/proc/sys/kernel/random/boot_id), "" when it
+// cannot be read; tests replace it.
+var bootID = func() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // WriteFileAtomic writes data to name as WriteTopology writes its files:

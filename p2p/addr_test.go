@@ -4,6 +4,7 @@ package p2p
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -66,6 +67,24 @@ func FuzzParseAddr(f *testing.F) {
 		b, err := ParseAddr(a.String())
 		if err != nil || a != b {
 			t.Fatalf("round trip %q -> %s -> %v, %v", s, a, b, err)
+		}
+	})
+}
+
+// FuzzAddrString: the sysfs forms are the ones fmt writes, for every
+// address and root bus.
+func FuzzAddrString(f *testing.F) {
+	f.Add(uint32(0), uint8(0x4f), uint8(0), uint8(0))
+	f.Add(uint32(0x10000), uint8(0xff), uint8(31), uint8(7))
+	f.Add(uint32(0xffffffff), uint8(1), uint8(2), uint8(3))
+	f.Fuzz(func(t *testing.T, domain uint32, bus, dev, fn uint8) {
+		a := Addr{Domain: domain, Bus: bus, Device: dev % 32, Function: fn % 8}
+		if got, want := a.String(), fmt.Sprintf("%04x:%02x:%02x.%d", a.Domain, a.Bus, a.Device, a.Function); got != want {
+			t.Fatalf("%#v: %q, want %q", a, got, want)
+		}
+		r := RootBus{domain, bus}
+		if got, want := r.String(), fmt.Sprintf("pci%04x:%02x", r.Domain, r.Bus); got != want {
+			t.Fatalf("%#v: %q, want %q", r, got, want)
 		}
 	})
 }

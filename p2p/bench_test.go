@@ -3,6 +3,8 @@
 package p2p_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"testing"
 
@@ -42,6 +44,26 @@ func BenchmarkColdP5AllNICs(b *testing.B) {
 	b.ReportMetric(float64(st.ConfigDwords), "dwords/op")
 	b.ReportMetric(float64(st.ConfigDwords)/float64(st.ConfigOpens), "dwords/function")
 	b.ReportMetric(float64(st.AttrReads), "attr-reads/op")
+}
+
+// BenchmarkColdP5AllNICsNoReasons is BenchmarkColdP5AllNICs with an
+// oracle that keeps no reasons, as the library's core makes it below the
+// info log level.
+func BenchmarkColdP5AllNICsNoReasons(b *testing.B) {
+	m, dir := writeModel(b, "p5.48xlarge", models.WriteOptions{})
+	nics := m.EFANICs()
+	for b.Loop() {
+		src, err := p2p.OpenSysfs(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		o := p2p.NewOracleWith(p2p.NewTopology(src), p2p.Options{NoReasons: true})
+		for _, n := range nics {
+			if ok, _, err := o.ReachesAccelerator(n.Addr); err != nil || !ok {
+				b.Fatalf("%s: %v %v", n.Addr, ok, err)
+			}
+		}
+	}
 }
 
 // BenchmarkColdP5GPUNICPairs is every GPU-NIC pair of p5.48xlarge from a
@@ -99,21 +121,16 @@ func BenchmarkMatrix4096(b *testing.B) {
 	b.ReportMetric(float64(len(addrs)), "functions")
 }
 
-// BenchmarkTopologyFile4000 is what a topology file of 4,000 pairs costs
-// the first answer: reading and checking the file, building the oracle,
-// the first verdict (target: < 50 ms).
-func BenchmarkTopologyFile4000(b *testing.B) {
-	_, dir := writeModel(b, "p5.48xlarge", models.WriteOptions{})
-	src, err := p2p.OpenSysfs(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
+// topologyFile4000 writes the benchmarks' topology file of 4,000 pairs
+// with a reason each (the layout export writes: version 3).
+func topologyFile4000(b *testing.B) (dir, file string, data []byte) {
+	_, dir = writeModel(b, "p5.48xlarge", models.WriteOptions{})
 	tf := p2p.NewTopologyFile("bench")
 	for i := 0; i < 4000; i++ {
 		tf.Pairs = append(tf.Pairs, p2p.TopoPair{
 			Provider: p2p.Addr{Domain: 1 + uint32(i>>8), Bus: uint8(i), Device: 0, Function: 0},
 			Client:   p5NIC, MapType: p2p.MapBusAddr, Distance: 4, Path: p2p.PathPIX, Outcome: p2p.OutcomeP2P,
-			Reason: "a pair recorded for the benchmark, with a reason as long as export writes them, give or take"})
+			Reason: fmt.Sprintf("pair %d, recorded for the benchmark, with a reason as long as export writes them, give or take", i)})
 	}
 	tf.Pairs = append(tf.Pairs, p2p.TopoPair{Provider: p5GPU, Client: p5NIC, MapType: p2p.MapBusAddr,
 		Distance: 4, Path: p2p.PathPIX, Outcome: p2p.OutcomeP2P})
@@ -121,8 +138,34 @@ func BenchmarkTopologyFile4000(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	file := b.TempDir() + "/topology.json"
+	file = b.TempDir() + "/topology.json"
 	if err := os.WriteFile(file, data, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return dir, file, data
+}
+
+// BenchmarkPlainJSON4000 decodes BenchmarkTopologyFile4000's file with
+// encoding/json into generic values and checks nothing: the floor of
+// reading it.
+func BenchmarkPlainJSON4000(b *testing.B) {
+	_, _, data := topologyFile4000(b)
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		var v any
+		if err := json.Unmarshal(data, &v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkTopologyFile4000 is what a topology file of 4,000 pairs costs
+// the first answer: reading and checking the file, building the oracle,
+// the first verdict (target: < 50 ms).
+func BenchmarkTopologyFile4000(b *testing.B) {
+	dir, file, data := topologyFile4000(b)
+	src, err := p2p.OpenSysfs(dir)
+	if err != nil {
 		b.Fatal(err)
 	}
 	b.SetBytes(int64(len(data)))

@@ -49,6 +49,24 @@ var ErrUnknownExporter = errors.New("no PCI function of this machine belongs to 
 // a system-memory exporter and ErrUnknownExporter when no function is
 // bound to the exporter's drivers.
 func (t *Topology) exporterCandidates(expName string) ([]Addr, error) {
+	// bounded: a process handing ever new exporter names must not grow it
+	e := remember(t, &t.exporters, expName, maxExporters, func() exporterEntry {
+		var e exporterEntry
+		e.addrs, e.err = t.findExporterCandidates(expName)
+		return e
+	})
+	return e.addrs, e.err
+}
+
+// maxExporters bounds how many exporter names a Topology remembers.
+const maxExporters = 256
+
+type exporterEntry struct {
+	addrs []Addr
+	err   error
+}
+
+func (t *Topology) findExporterCandidates(expName string) ([]Addr, error) {
 	if dmabuf.SystemMemory(expName) {
 		return nil, fmt.Errorf("%w (%s)", ErrSystemMemory, expName)
 	}
@@ -87,7 +105,9 @@ type DmabufDecision struct {
 
 // Dmabuf decides a registration by NIC client of a dma-buf exported by
 // expName. It wraps ErrSystemMemory or ErrUnknownExporter when there is no
-// peer to judge.
+// peer to judge. The candidates' verdicts are not cached (Compute): a
+// driver such as a NIC's own may own thousands of functions, each asked
+// about once per NIC.
 func (o *Oracle) Dmabuf(client Addr, expName string) (*DmabufDecision, error) {
 	cands, err := o.topo.exporterCandidates(expName)
 	if err != nil {
@@ -95,7 +115,7 @@ func (o *Oracle) Dmabuf(client Addr, expName string) (*DmabufDecision, error) {
 	}
 	d := &DmabufDecision{Exporter: expName, Refuse: true}
 	for _, a := range cands {
-		v, err := o.Verdict(a, client)
+		v, err := o.Compute(a, client)
 		if err != nil {
 			return nil, err
 		}

@@ -154,7 +154,10 @@ func writers(mode uint32) string {
 // root or this user owns and only they can write, well-formed, describing
 // the machine t reads. why says, when it is used, what made it trusted.
 func loadTopologyFile(name string, t *Topology, rel Release) (tf *TopologyFile, why string, err error) {
-	data, st, err := readFileStat(name, maxTopologyFileSize)
+	data, st, err := readTopologyFileStat(name, func() int {
+		fns, _ := t.Functions()
+		return len(fns)
+	})
 	if err != nil {
 		return nil, "", topoErrorf(nil, "%w", err)
 	}

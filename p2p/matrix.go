@@ -167,7 +167,7 @@ func (o *Oracle) matrixByVerdict(addrs []Addr) (*Matrix, error) {
 	m := &Matrix{Addrs: append([]Addr(nil), addrs...), cells: make([]uint16, len(addrs)*len(addrs))}
 	for i, p := range fns {
 		for j, c := range fns {
-			v := t.computeVerdict(o.rules, p, c)
+			v := t.computeVerdict(o.rules, p, c, false)
 			m.cells[i*len(addrs)+j] = uint16(v.MapType) | uint16(v.Path)<<cellPathPos | uint16(v.Distance)<<cellDistPos
 		}
 	}

@@ -79,6 +79,13 @@ type Options struct {
 	// for another installed one); unknown for any other tree, where the
 	// verdicts are those of a kernel with PCI_P2PDMA and say so.
 	KernelConfig *KernelConfig
+	// NoReasons leaves the Reason and Hint of the verdicts the oracle
+	// returns and caches empty. Their sentences cost more than the rule
+	// itself (formatting, and memory in every cached verdict), and a
+	// process that shows none (the C library at its default log level,
+	// an export without reasons) need not pay for them: Explain writes
+	// them for the one pair that is asked about.
+	NoReasons bool
 
 	kernelErr error // why Defaults.Options could not take $EFAP2P_KERNEL or $EFAP2P_KERNEL_CONFIG
 }
@@ -210,21 +217,26 @@ func (o *Oracle) Verdict(provider, client Addr) (*Verdict, error) {
 			return v, nil
 		}
 	}
-	o.mu.Lock()
-	var v *Verdict
-	var ok bool
-	if narrow {
-		if v, ok = o.dirty[k]; ok {
-			o.missed()
-		}
-	} else {
-		v, ok = o.wide[pair{provider, client}]
-	}
-	o.mu.Unlock()
-	if ok {
+	if v := o.cachedLocked(provider, client, k, narrow, true); v != nil {
 		return v, nil
 	}
 	return o.compute(provider, client, k, narrow)
+}
+
+// cachedLocked looks the pair up where read did not hold it, under mu;
+// count makes a hit count toward publishing dirty (Verdict's lookups,
+// which will be asked again, do; Compute's need not).
+func (o *Oracle) cachedLocked(provider, client Addr, k uint64, narrow, count bool) *Verdict {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !narrow {
+		return o.wide[pair{provider, client}]
+	}
+	v := o.dirty[k]
+	if v != nil && count {
+		o.missed()
+	}
+	return v
 }
 
 // missed counts a lookup that read did not answer and publishes dirty once
@@ -248,8 +260,38 @@ func (o *Oracle) missed() {
 	o.misses = 0
 }
 
+// Compute returns the verdict for the pair like Verdict, without caching
+// one it works out (a cached one is returned as it is): for a caller that
+// asks each pair once, such as an export of every pair of a large machine,
+// where the cache would only hold hundreds of megabytes. The functions'
+// attributes and config reads are cached all the same.
+func (o *Oracle) Compute(provider, client Addr) (*Verdict, error) {
+	k, narrow := pairKey(provider, client)
+	if narrow {
+		if v, ok := (*o.read.Load())[k]; ok {
+			return v, nil
+		}
+	}
+	if v := o.cachedLocked(provider, client, k, narrow, false); v != nil {
+		return v, nil
+	}
+	return o.build(provider, client, !o.opts.NoReasons)
+}
+
+// Explain returns the verdict for the pair with its Reason and Hint. It is
+// Verdict, except for an oracle made with Options.NoReasons, whose cached
+// verdicts have none: the pair is then worked out again, explained (the
+// functions' attributes and config reads are cached: only the rule runs
+// again), and the copy returned is the caller's, not cached.
+func (o *Oracle) Explain(provider, client Addr) (*Verdict, error) {
+	if !o.opts.NoReasons {
+		return o.Verdict(provider, client)
+	}
+	return o.build(provider, client, true)
+}
+
 func (o *Oracle) compute(provider, client Addr, k uint64, narrow bool) (*Verdict, error) {
-	v, err := o.build(provider, client)
+	v, err := o.build(provider, client, !o.opts.NoReasons)
 	if err != nil {
 		return nil, err
 	}
@@ -278,11 +320,11 @@ func (o *Oracle) compute(provider, client Addr, k uint64, narrow bool) (*Verdict
 // ACPI HMAT in the host-bridge check under p2p-hmat, and its figures as the
 // path's bandwidth and latency wherever it describes the host bridges),
 // the exporter's policy, the peer-memory path, and the NIC-level facts of
-// the topology file.
-func (o *Oracle) build(provider, client Addr) (*Verdict, error) {
+// the topology file; explain writes its Reason and Hint.
+func (o *Oracle) build(provider, client Addr, explain bool) (*Verdict, error) {
 	if o.file != nil {
-		if tp := o.file.pairs[pair{provider, client}]; tp != nil {
-			return o.file.verdict(tp), nil
+		if tp := o.file.pair(provider, client); tp != nil {
+			return o.file.verdict(tp, explain), nil
 		}
 	}
 	p, err := o.topo.Function(provider)
@@ -294,7 +336,7 @@ func (o *Oracle) build(provider, client Addr) (*Verdict, error) {
 		return nil, fmt.Errorf("client: %w", err)
 	}
 	t := o.topo
-	v := t.computeVerdict(o.rules, p, c)
+	v := t.computeVerdict(o.rules, p, c, explain)
 	kc := o.kconfig()
 	v.KernelP2PDMA = kc.P2PDMA
 	switch kc.P2PDMA {
@@ -336,7 +378,9 @@ func (o *Oracle) build(provider, client Addr) (*Verdict, error) {
 		if v.PeerMem.Outcome == OutcomeP2P {
 			v.PeerMem.Outcome = OutcomeRefused
 		}
-		v.addReason(blockedReason(o.file.name, n))
+		if explain {
+			v.addReason(blockedReason(o.file.name, n))
+		}
 	} else if cl, err := c.Class(); err == nil && cl>>16 == 0x02 && v.P2P() {
 		v.Note = firmwareNote
 	}
@@ -360,7 +404,7 @@ func (t *Topology) settle(ru *kernelRules, v *Verdict, p, c *Function) {
 	unread := strings.Join(v.Unread, ", ")
 	if v.undecidable {
 		v.Certain = false
-		v.addReason(fmt.Sprintf("The outcome rests on %s, which efap2p cannot decide.", unread))
+		v.reasonf("The outcome rests on %s, which efap2p cannot decide.", unread)
 		return
 	}
 	v.Certain = true
@@ -370,14 +414,19 @@ func (t *Topology) settle(ru *kernelRules, v *Verdict, p, c *Function) {
 		t.applyPolicy(ru, &s, p, c)
 		if s.Outcome != v.Outcome {
 			v.Certain = false
-			others = append(others, fmt.Sprintf("%s where it gives %s", s.Outcome, alt))
+			if v.explain {
+				others = append(others, fmt.Sprintf("%s where it gives %s", s.Outcome, alt))
+			}
 		}
 	}
-	if v.Certain {
-		v.addReason(fmt.Sprintf("%s could not be read, and it does not matter: the outcome is %s under every value it could have (the map type above is the kernel-safe branch).", capitalize(unread), v.Outcome))
+	if !v.explain {
 		return
 	}
-	v.addReason(fmt.Sprintf("The outcome depends on %s, which could not be read: %s under the kernel-safe assumption (%s), %s.", unread, v.Outcome, v.MapType, strings.Join(others, ", ")))
+	if v.Certain {
+		v.reasonf("%s could not be read, and it does not matter: the outcome is %s under every value it could have (the map type above is the kernel-safe branch).", capitalize(unread), v.Outcome)
+		return
+	}
+	v.reasonf("The outcome depends on %s, which could not be read: %s under the kernel-safe assumption (%s), %s.", unread, v.Outcome, v.MapType, strings.Join(others, ", "))
 }
 
 func capitalize(s string) string {

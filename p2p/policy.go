@@ -114,7 +114,9 @@ func (t *Topology) applyPolicy(ru *kernelRules, v *Verdict, p, c *Function) {
 			v.addReason("amdgpu does not refuse: it marks the attachment non-P2P and migrates the buffer to system memory, so registration succeeds but the NIC's DMA bounces through host memory.")
 		case !ru.AMDGPUPinnedVRAM && pinsDmabuf(c):
 			v.Outcome = OutcomeBounced
-			v.addReason(fmt.Sprintf("The kernel allows the peer, but amdgpu in Linux %s moves every buffer an importer pins (an RDMA NIC such as EFA pins its dma-buf MRs) to system memory; it keeps it in VRAM for a P2P-capable importer from 6.15 (f5e7fabd1f5c). Registration succeeds and the NIC's DMA bounces through host memory.", ru.Release))
+			if v.explain {
+				v.reasonf("The kernel allows the peer, but amdgpu in Linux %s moves every buffer an importer pins (an RDMA NIC such as EFA pins its dma-buf MRs) to system memory; it keeps it in VRAM for a P2P-capable importer from 6.15 (f5e7fabd1f5c). Registration succeeds and the NIC's DMA bounces through host memory.", ru.Release)
+			}
 		default:
 			v.Outcome = OutcomeP2P
 			v.addReason("amdgpu exports the memory and keeps it in VRAM for a peer the kernel allows, also when the importer pins it (6.15 and later).")
@@ -147,7 +149,9 @@ func (t *Topology) applyPolicy(ru *kernelRules, v *Verdict, p, c *Function) {
 		case driver == "habanalabs":
 			v.addReason("habanalabs asks the kernel's check at attach and, when it fails, marks the attachment non-P2P, whose mapping it then refuses (EPERM): it applies the kernel's check as it is.")
 		case driver != "":
-			v.addReason(fmt.Sprintf("The exporter (%s) applies the kernel's check as it is.", driver))
+			if v.explain {
+				v.reasonf("The exporter (%s) applies the kernel's check as it is.", driver)
+			}
 		default:
 			v.addReason("No driver is bound to the provider; an exporter would apply the kernel's check.")
 		}
@@ -165,7 +169,9 @@ func xePolicy(ru *kernelRules, v *Verdict, c *Function) {
 		v.addReason("xe does not refuse: the kernel's check failed, so it marks the attachment non-P2P and moves the buffer to system memory (TT); registration succeeds and the NIC's DMA bounces through host memory.")
 	case pinsDmabuf(c) && !ru.XePinnedVRAM:
 		v.Outcome = OutcomeBounced
-		v.addReason(fmt.Sprintf("The kernel allows the peer, but xe in Linux %s moves every buffer an importer pins (an RDMA NIC such as EFA pins its dma-buf MRs) to system memory (TT); it keeps it in VRAM for P2P importers from 6.19 (df636bf28366). Registration succeeds and the NIC's DMA bounces through host memory.", ru.Release))
+		if v.explain {
+			v.reasonf("The kernel allows the peer, but xe in Linux %s moves every buffer an importer pins (an RDMA NIC such as EFA pins its dma-buf MRs) to system memory (TT); it keeps it in VRAM for P2P importers from 6.19 (df636bf28366). Registration succeeds and the NIC's DMA bounces through host memory.", ru.Release)
+		}
 	default:
 		v.Outcome = OutcomeP2P
 		v.addReason("xe exports the memory and keeps it in VRAM for a peer the kernel allows, also when the importer pins it (6.19 and later).")
@@ -180,7 +186,9 @@ func vfioPolicy(ru *kernelRules, v *Verdict, c *Function) {
 	switch {
 	case !ru.VFIODmabuf:
 		v.Outcome = OutcomeRefused
-		v.addReason(fmt.Sprintf("vfio-pci exports BAR memory as dma-bufs from Linux 6.19 (5d74781ebc86); in %s it exports none, so there is nothing to register.", ru.Release))
+		if v.explain {
+			v.reasonf("vfio-pci exports BAR memory as dma-bufs from Linux 6.19 (5d74781ebc86); in %s it exports none, so there is nothing to register.", ru.Release)
+		}
 	case v.Rule == RuleNoP2PDMA:
 		v.Outcome = OutcomeRefused
 		v.addReason("vfio-pci's dma-buf export needs PCI_P2PDMA (VFIO_PCI_DMABUF depends on it): this kernel has none.")
@@ -205,23 +213,23 @@ func vfioPolicy(ru *kernelRules, v *Verdict, c *Function) {
 // flagged chipset allows only a peer sharing an upstream bridge, and
 // everything else is allowed. The kernel's p2pdma check is not consulted.
 func (t *Topology) nvidiaPolicy(v *Verdict, p, c *Function) {
-	allow := func(why string) {
+	allow := func(format string, args ...any) {
 		v.Outcome = OutcomeP2P
-		v.addReason(why)
+		v.reasonf(format, args...)
 	}
-	deny := func(why string) {
+	deny := func(format string, args ...any) {
 		v.Outcome = OutcomeRefused
-		v.addReason(why)
+		v.reasonf(format, args...)
 	}
 	// Coherent GPUs allow first; reading the device ID is left for when the
 	// answer depends on it.
 	coherent := func() (string, bool) {
-		at, _ := p.Attrs()
-		name, ok := nvidiaCoherentGPUs[at.Device]
+		_, device, _ := p.ids()
+		name, ok := nvidiaCoherentGPUs[device]
 		return name, ok
 	}
 	if ver, ok := t.driverVersion("nvidia"); ok && modversion.Less(ver, nvidiaFirstTopologyCheck) {
-		allow(fmt.Sprintf("nvidia %s checks no PCI topology on dma-buf attach (that check came in 580.65.06), so every peer is allowed.", fmtVersion(ver)))
+		allow("nvidia %s checks no PCI topology on dma-buf attach (that check came in 580.65.06), so every peer is allowed.", fmtVersion(ver))
 		return
 	}
 	switch t.nvidiaOverride() {
@@ -230,7 +238,7 @@ func (t *Topology) nvidiaPolicy(v *Verdict, p, c *Function) {
 		return
 	case 2:
 		if name, ok := coherent(); ok {
-			allow(fmt.Sprintf("The nvidia driver allows every peer of a coherent (NVLink-C2C) %s GPU, before its override.", name))
+			allow("The nvidia driver allows every peer of a coherent (NVLink-C2C) %s GPU, before its override.", name)
 		} else {
 			deny("NVreg_GrdmaPciTopoCheckOverride=2 makes the nvidia driver refuse every peer.")
 		}
@@ -241,14 +249,14 @@ func (t *Topology) nvidiaPolicy(v *Verdict, p, c *Function) {
 		return
 	}
 	if name, ok := coherent(); ok {
-		allow(fmt.Sprintf("The nvidia driver allows every peer of a coherent (NVLink-C2C) %s GPU.", name))
+		allow("The nvidia driver allows every peer of a coherent (NVLink-C2C) %s GPU.", name)
 		return
 	}
 	if chip, found := t.flaggedChipset(p.Addr.Domain); found {
 		if commonAncestor2(p.Upstream, c.Upstream) != nil {
-			allow(fmt.Sprintf("The nvidia driver flags the %s chipset for P2P, but the GPU and the peer share an upstream bridge, which it allows.", chip))
+			allow("The nvidia driver flags the %s chipset for P2P, but the GPU and the peer share an upstream bridge, which it allows.", chip)
 		} else {
-			deny(fmt.Sprintf("The nvidia driver flags the %s chipset as unsupported for PCI P2P and allows only peers that share an upstream bridge with the GPU; these do not (attach fails with ENOTSUPP, 524).", chip))
+			deny("The nvidia driver flags the %s chipset as unsupported for PCI P2P and allows only peers that share an upstream bridge with the GPU; these do not (attach fails with ENOTSUPP, 524).", chip)
 		}
 		return
 	}
@@ -271,31 +279,38 @@ func commonAncestor2(a, b *Function) *Function {
 	return commonAncestor(a, b)
 }
 
-// flaggedChipset scans the domain's functions for a chipset NVIDIA flags.
+type flaggedEntry struct {
+	name  string
+	found bool
+}
+
+// flaggedChipset scans the domain's functions for a chipset NVIDIA flags,
+// once per domain: the answer is the same for every pair of the domain.
 func (t *Topology) flaggedChipset(domain uint32) (string, bool) {
+	e := remember(t, &t.flagged, domain, 0, func() flaggedEntry { return t.scanFlagged(domain) })
+	return e.name, e.found
+}
+
+func (t *Topology) scanFlagged(domain uint32) flaggedEntry {
 	all, err := t.Functions()
 	if err != nil {
-		return "", false
+		return flaggedEntry{}
 	}
 	for _, a := range all {
 		if a.Domain != domain {
 			continue
 		}
-		f, err := t.Function(a)
-		if err != nil {
-			continue
-		}
-		at, err := f.Attrs()
+		v, d, err := t.functionIDs(a)
 		if err != nil {
 			continue
 		}
 		for _, c := range nvidiaFlaggedChipsets {
-			if at.Vendor == c.vendor && at.Device == c.device {
-				return c.name, true
+			if v == c.vendor && d == c.device {
+				return flaggedEntry{c.name, true}
 			}
 		}
 	}
-	return "", false
+	return flaggedEntry{}
 }
 
 // driverVersion returns a module's version, read once per module.
@@ -328,8 +343,24 @@ func (t *Topology) nvidiaOverride() int {
 
 func fmtVersion(v [3]int) string { return fmt.Sprintf("%d.%d.%02d", v[0], v[1], v[2]) }
 
-// addReason appends a sentence to the explanation.
+// addReason appends a sentence to the explanation, when the verdict is
+// explained (Options.NoReasons); reasonf formats one only then.
 func (v *Verdict) addReason(s string) {
+	if !v.explain {
+		return
+	}
+	v.appendReason(s)
+}
+
+// reasonf appends a formatted sentence to the explanation.
+func (v *Verdict) reasonf(format string, args ...any) {
+	if !v.explain {
+		return
+	}
+	v.appendReason(fmt.Sprintf(format, args...))
+}
+
+func (v *Verdict) appendReason(s string) {
 	if v.Reason != "" && !strings.HasSuffix(v.Reason, " ") {
 		v.Reason += " "
 	}
@@ -375,24 +406,14 @@ type peerMemEntry struct {
 
 // peerMemProvider reads a NIC's p2p attribute once.
 func (t *Topology) peerMemProvider(nic Addr) peerMemEntry {
-	t.mu.Lock()
-	e, ok := t.peerMem[nic]
-	t.mu.Unlock()
-	if ok {
-		return e
-	}
-	if src, ok := t.ext.(peerMemSource); ok {
-		if p, present, err := src.PeerMemProvider(nic); err == nil {
-			e = peerMemEntry{p, present}
+	return remember(t, &t.peerMem, nic, 0, func() (e peerMemEntry) {
+		if src, ok := t.ext.(peerMemSource); ok {
+			if p, present, err := src.PeerMemProvider(nic); err == nil {
+				e = peerMemEntry{p, present}
+			}
 		}
-	}
-	t.mu.Lock()
-	if t.peerMem == nil {
-		t.peerMem = map[Addr]peerMemEntry{}
-	}
-	t.peerMem[nic] = e
-	t.mu.Unlock()
-	return e
+		return e
+	})
 }
 
 // peerMemDrivers maps a provider to the accelerator driver whose memory it
@@ -426,12 +447,18 @@ func (t *Topology) peerMemPath(v *Verdict, p, c *Function) {
 		v.addReason("The out-of-tree EFA driver has no peer-memory provider (its p2p attribute is empty): registering the accelerator's memory by address fails.")
 	case !known:
 		v.PeerMem.Outcome = OutcomeUnknown
-		v.addReason(fmt.Sprintf("The EFA driver names a peer-memory provider efap2p does not know (%q).", e.provider))
+		if v.explain {
+			v.reasonf("The EFA driver names a peer-memory provider efap2p does not know (%q).", e.provider)
+		}
 	case want == driver:
 		v.PeerMem.Outcome = OutcomeP2P
-		v.addReason(fmt.Sprintf("Peer memory: the out-of-tree EFA driver registers %s memory by address through its %q provider, which pins the device pages for the NIC without the kernel's p2pdma check: true P2P.", driver, e.provider))
+		if v.explain {
+			v.reasonf("Peer memory: the out-of-tree EFA driver registers %s memory by address through its %q provider, which pins the device pages for the NIC without the kernel's p2pdma check: true P2P.", driver, e.provider)
+		}
 	default:
 		v.PeerMem.Outcome = OutcomeRefused
-		v.addReason(fmt.Sprintf("Peer memory: the EFA driver's provider (%q) serves %s memory, not this accelerator's (driver %q).", e.provider, want, driver))
+		if v.explain {
+			v.reasonf("Peer memory: the EFA driver's provider (%q) serves %s memory, not this accelerator's (driver %q).", e.provider, want, driver)
+		}
 	}
 }

@@ -14,8 +14,12 @@ import (
 // block or grow without bound: a FIFO put where an attribute, a config file
 // or a topology file belongs would block open() or read() for ever, and
 // /dev/zero or a huge file would read until memory runs out. Every file is
-// opened with O_NONBLOCK, must be a regular file (directories: a
-// directory), and is read up to a limit.
+// opened with O_NONBLOCK and read up to a limit. A file read whole (a
+// topology file, an ACPI table) must also be a regular file; a sysfs
+// attribute or config file is not stat()ed: its reads are bounded and
+// cannot block whatever it turns out to be (a FIFO reads end-of-file or
+// EAGAIN, a folder EISDIR, pread on a FIFO ESPIPE), so the check would be
+// a system call per file that changes no answer.
 
 // errNotRegular is wrapped when a path the oracle reads is a FIFO, a
 // device, a socket or a directory where a file belongs.
@@ -24,27 +28,50 @@ var errNotRegular = errors.New("not a regular file")
 // errTooLarge is wrapped when a file is larger than its reader allows.
 var errTooLarge = errors.New("file too large")
 
-// openRegular opens path for reading without blocking and checks that it is
-// a regular file (a directory when dir is set). The caller closes fd.
+const openFlags = syscall.O_RDONLY | syscall.O_CLOEXEC | syscall.O_NONBLOCK | syscall.O_NOCTTY
+
+// openNonblock opens path for reading without blocking, and without
+// checking what it is (see above): for sysfs attributes and config files.
+// O_DIRECTORY in extra makes it a folder or an error. The caller closes fd.
+func openNonblock(path string, extra int) (int, error) {
+	for {
+		fd, err := syscall.Open(path, openFlags|extra, 0)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return -1, &fs.PathError{Op: "open", Path: path, Err: err}
+		}
+		return fd, nil
+	}
+}
+
+// openAttr is openNonblock for a sysfs attribute or config file, made raw
+// (rawsys.go).
+func openAttr(path string) (int, error) {
+	fd, err := rawOpen(path, openFlags)
+	if err != nil {
+		return -1, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	return fd, nil
+}
+
+// openRegular is openStat returning the file's size alone.
 func openRegular(path string, dir bool) (fd int, size int64, err error) {
 	fd, st, err := openStat(path, dir)
 	return fd, st.Size, err
 }
 
-// openStat is openRegular, returning the file's status.
+// openStat opens path for reading without blocking and checks that it is
+// a regular file (a directory when dir is set), returning its status. The
+// caller closes fd.
 func openStat(path string, dir bool) (fd int, st syscall.Stat_t, err error) {
-	flags := syscall.O_RDONLY | syscall.O_CLOEXEC | syscall.O_NONBLOCK | syscall.O_NOCTTY
+	extra := 0
 	if dir {
-		flags |= syscall.O_DIRECTORY
+		extra = syscall.O_DIRECTORY
 	}
-	for {
-		fd, err = syscall.Open(path, flags, 0)
-		if err != syscall.EINTR {
-			break
-		}
-	}
-	if err != nil {
-		return -1, st, &fs.PathError{Op: "open", Path: path, Err: err}
+	if fd, err = openNonblock(path, extra); err != nil {
+		return -1, st, err
 	}
 	if err := syscall.Fstat(fd, &st); err != nil {
 		syscall.Close(fd)
@@ -127,9 +154,9 @@ func readAll(fd int, path string, size int64, limit int) ([]byte, error) {
 }
 
 // readDirNames lists the directory at path (unsorted), refusing anything
-// that is not a directory without blocking on it.
+// that is not a directory (O_DIRECTORY) without blocking on it.
 func readDirNames(path string) ([]string, error) {
-	fd, _, err := openRegular(path, true)
+	fd, err := openNonblock(path, syscall.O_DIRECTORY)
 	if err != nil {
 		return nil, err
 	}

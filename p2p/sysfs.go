@@ -97,23 +97,30 @@ func (s *Sysfs) stats() sysfsStats {
 
 func (s *Sysfs) devPath(a Addr, name string) string {
 	s.rootMu.Lock()
-	p, ok := s.fnDirs[a]
+	dir, ok := s.fnDirs[a]
 	s.rootMu.Unlock()
-	if !ok {
-		p = s.root + "/bus/pci/devices/" + a.String()
+	b := make([]byte, 0, len(s.root)+len(dir)+len(name)+40)
+	if ok {
+		b = append(b, dir...)
+	} else {
+		b = a.appendTo(append(append(b, s.root...), "/bus/pci/devices/"...))
 	}
 	if name != "" {
-		p += "/" + name
+		b = append(append(b, '/'), name...)
 	}
-	return p
+	return string(b)
 }
+
+// linkPrefix is how the kernel's bus/pci/devices links start: up to the
+// root of sysfs, then into devices/.
+const linkPrefix = "../../../devices/"
 
 // Chain implements Source: one readlink of bus/pci/devices/<a> names every
 // bridge above the function, as the kernel nests device directories.
 func (s *Sysfs) Chain(a Addr) (RootBus, []Addr, error) {
 	s.readlinks.Add(1)
 	// the link itself, never the directory an earlier Chain resolved it to
-	target, err := os.Readlink(s.root + "/bus/pci/devices/" + a.String())
+	target, err := rawReadlink(string(a.appendTo([]byte(s.root + "/bus/pci/devices/"))))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return RootBus{}, nil, fmt.Errorf("%w: %s is not in %s", ErrNoFunction, a, s.root)
@@ -124,20 +131,32 @@ func (s *Sysfs) Chain(a Addr) (RootBus, []Addr, error) {
 	if err != nil {
 		return root, chain, err
 	}
-	if !filepath.IsAbs(dir) {
+	s.rootMu.Lock()
+	_, known := s.rootDirs[root]
+	s.rootMu.Unlock()
+	if !known && !filepath.IsAbs(dir) {
 		dir = filepath.Join(s.root, "bus/pci/devices", dir)
+	}
+	// A relative link (as sysfs writes them) that stays inside the tree:
+	// the kernel's own shape is joined without cleaning the whole path.
+	fnDir := ""
+	if rest, ok := strings.CutPrefix(target, linkPrefix); ok && !strings.Contains(rest, "..") && !strings.Contains(rest, "//") {
+		fnDir = s.root + "/devices/" + rest
+	} else if !filepath.IsAbs(target) {
+		if d := filepath.Join(s.root, "bus/pci/devices", target); strings.HasPrefix(d, filepath.Join(s.root, "devices")+"/") {
+			fnDir = d
+		}
 	}
 	s.rootMu.Lock()
 	if s.rootDirs == nil {
 		s.rootDirs = map[RootBus]string{}
 		s.fnDirs = map[Addr]string{}
 	}
-	s.rootDirs[root] = dir
-	// A relative link (as sysfs writes them) that stays inside the tree.
-	if !filepath.IsAbs(target) {
-		if d := filepath.Join(s.root, "bus/pci/devices", target); strings.HasPrefix(d, filepath.Join(s.root, "devices")+"/") {
-			s.fnDirs[a] = d
-		}
+	if !known {
+		s.rootDirs[root] = dir
+	}
+	if fnDir != "" {
+		s.fnDirs[a] = fnDir
 	}
 	s.rootMu.Unlock()
 	return root, chain, nil
@@ -212,7 +231,7 @@ func (s *Sysfs) Link(a Addr) (float64, int, error) {
 // Driver implements Source.
 func (s *Sysfs) Driver(a Addr) (string, error) {
 	s.readlinks.Add(1)
-	t, err := os.Readlink(s.devPath(a, "driver"))
+	t, err := rawReadlink(s.devPath(a, "driver"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
@@ -269,11 +288,11 @@ func (s *Sysfs) Attrs(a Addr) (Attrs, error) {
 		at.LinkWidth, _ = strconv.Atoi(b)
 	}
 	s.readlinks.Add(1)
-	if t, err := os.Readlink(s.devPath(a, "driver")); err == nil {
+	if t, err := rawReadlink(s.devPath(a, "driver")); err == nil {
 		at.Driver = filepath.Base(t)
 	}
 	s.readlinks.Add(1)
-	if t, err := os.Readlink(s.devPath(a, "physfn")); err == nil {
+	if t, err := rawReadlink(s.devPath(a, "physfn")); err == nil {
 		if pf, ok := parseAddr(filepath.Base(t)); ok {
 			at.PhysFn = &pf
 		}
@@ -449,16 +468,13 @@ func parseCPUModalias(s string) (CPU, error) {
 // readAttr reads a small attribute file and trims the trailing newline.
 func (s *Sysfs) readAttr(path string) (string, error) {
 	s.attrReads.Add(1)
-	fd, _, err := openRegular(path, false)
+	fd, err := openAttr(path)
 	if err != nil {
 		return "", err
 	}
-	defer syscall.Close(fd)
+	defer rawClose(fd)
 	var buf [128]byte
-	n, err := syscall.Read(fd, buf[:])
-	for err == syscall.EINTR {
-		n, err = syscall.Read(fd, buf[:])
-	}
+	n, err := rawRead(fd, buf[:])
 	if err != nil {
 		return "", &fs.PathError{Op: "read", Path: path, Err: err}
 	}
@@ -479,31 +495,39 @@ func (s *Sysfs) readHex(path string) (uint32, error) {
 
 // sysfsConfig reads a config file with one pread per dword.
 type sysfsConfig struct {
-	s    *Sysfs
-	fd   int
-	size int64 // from fstat at open
+	s  *Sysfs
+	fd int
+	// conventional: 1 when the file ends at 256 bytes for a reader who may
+	// read past 64 (a conventional PCI function, where extended config
+	// space does not exist), -1 when not, 0 until a short read asks.
+	conventional int8
 }
 
 func (s *Sysfs) openConfig(a Addr) (*sysfsConfig, error) {
-	fd, size, err := openRegular(s.devPath(a, "config"), false)
+	fd, err := openAttr(s.devPath(a, "config"))
 	if err != nil {
 		return nil, err
 	}
 	s.configOpens.Add(1)
-	return &sysfsConfig{s: s, fd: fd, size: size}, nil
+	return &sysfsConfig{s: s, fd: fd}, nil
 }
 
-func (c *sysfsConfig) close() { syscall.Close(c.fd) }
+func (c *sysfsConfig) close() { rawClose(c.fd) }
+
+func (c *sysfsConfig) pread(off int) (uint32, int, error) {
+	var b [4]byte
+	n, err := rawPread(c.fd, b[:], int64(off))
+	return binary.LittleEndian.Uint32(b[:]), n, err
+}
 
 // ReadDword implements pcicfg.Space. A short read past what the process may
 // see is "unreadable", except in a conventional 256-byte space, where
-// extended config space simply does not exist.
+// extended config space simply does not exist. Which of the two a short
+// read past 256 bytes is, one read of the first dword past the 64 bytes
+// any reader sees tells (the kernel serves those only to CAP_SYS_ADMIN),
+// made once per file and only then, instead of an fstat of every file.
 func (c *sysfsConfig) ReadDword(off int) (uint32, bool, error) {
-	var b [4]byte
-	n, err := syscall.Pread(c.fd, b[:], int64(off))
-	for err == syscall.EINTR {
-		n, err = syscall.Pread(c.fd, b[:], int64(off))
-	}
+	v, n, err := c.pread(off)
 	if err != nil {
 		if err == syscall.EPERM || err == syscall.EACCES || err == syscall.EIO {
 			return 0, false, nil
@@ -512,12 +536,18 @@ func (c *sysfsConfig) ReadDword(off int) (uint32, bool, error) {
 	}
 	if n == 4 {
 		c.s.configDwords.Add(1)
-		return binary.LittleEndian.Uint32(b[:]), true, nil
+		return v, true, nil
 	}
-	if c.size == pcicfg.SpaceSize && off >= pcicfg.SpaceSize {
-		return 0, true, nil
+	if off < pcicfg.SpaceSize {
+		return 0, false, nil
 	}
-	return 0, false, nil
+	if c.conventional == 0 {
+		c.conventional = -1
+		if _, n, err := c.pread(pcicfg.HeaderSize); err == nil && n == 4 {
+			c.conventional = 1
+		}
+	}
+	return 0, c.conventional > 0, nil
 }
 
 // RDMADev is an RDMA device and its PCI function.
@@ -572,7 +602,7 @@ func (s *Sysfs) RDMADevice(ibdev string) (Addr, error) {
 	}
 	link := filepath.Join(s.root, "class/infiniband", ibdev, "device")
 	s.readlinks.Add(1)
-	t, err := os.Readlink(link)
+	t, err := rawReadlink(link)
 	if err == nil && !strings.HasSuffix(t, "..") {
 		// The kernel's link names the function last: "../../../0000:4f:00.0".
 		if a, ok := parseAddr(filepath.Base(t)); ok {

@@ -7,9 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/efap2p/efap2p/internal/jsonline"
@@ -21,7 +21,10 @@ import (
 // space). See docs/topology-file.md.
 const (
 	TopologyFileFormat  = "efap2p-topology"
-	TopologyFileVersion = 2
+	TopologyFileVersion = 3
+	// TopologyFileVersion2 is the previous version (pairs as objects),
+	// still read.
+	TopologyFileVersion2 = 2
 )
 
 // TopologyFile is a machine's precomputed P2P verdicts and the facts sysfs
@@ -99,9 +102,32 @@ type TopoPair struct {
 	Reason       string    `json:"reason,omitempty"`
 }
 
-// maxTopologyFileSize bounds what a reader reads of a topology file; the
-// file of a 4096-function machine stays well below it.
-const maxTopologyFileSize = 64 << 20
+// Bounds on what a reader reads of a topology file. Every file up to
+// minTopologyFileLimit is read; beyond it, the limit is what a file of a
+// machine of this size can hold: a pair for every ordered pair of its PCI
+// functions, each with a long reason, so that no file export writes for a
+// machine is ever refused on it, however large the machine.
+const (
+	minTopologyFileLimit = 64 << 20
+	maxPairBytes         = 4 << 10
+)
+
+// topologyFileLimit is the most a reader reads of a topology file on a
+// machine of n PCI functions.
+func topologyFileLimit(n int) int {
+	return max(minTopologyFileLimit, 1<<20+n*maxPairBytes+n*(n-1)*maxPairBytes)
+}
+
+// sysfsFunctions counts the PCI functions of the machine at SysfsRoot, 0
+// when it cannot be read.
+func sysfsFunctions() int {
+	s, err := OpenSysfs(SysfsRoot())
+	if err != nil {
+		return 0
+	}
+	fns, _ := s.Functions()
+	return len(fns)
+}
 
 // ErrTopologyFile is wrapped by every error about a topology file.
 var ErrTopologyFile = errors.New("bad topology file")
@@ -130,33 +156,133 @@ func topoErrorf(kind error, format string, args ...any) error {
 	return &topoError{msg: err.Error(), errs: errs}
 }
 
-// ReadTopologyFile reads and validates a topology file. Errors name the
-// file and line.
+// ReadTopologyFile reads and validates a topology file, of version 3 or
+// 2. Errors name the file and line. A file is read up to what one of this
+// machine's (SysfsRoot's) size can hold.
 func ReadTopologyFile(name string) (*TopologyFile, error) {
-	data, err := readFileLimited(name, maxTopologyFileSize)
+	data, err := readTopologyData(name, sysfsFunctions)
 	if err != nil {
 		return nil, topoErrorf(nil, "%w", err)
 	}
 	return ParseTopologyFile(data, name)
 }
 
-// ParseTopologyFile decodes and validates a topology file's contents; name
-// is used in errors. It takes time linear in the size of data.
-func ParseTopologyFile(data []byte, name string) (*TopologyFile, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var tf TopologyFile
-	if err := dec.Decode(&tf); err != nil {
-		return nil, topoErrorf(nil, "%s:%d: %w", name, jsonline.Line(data, dec.InputOffset(), err), err)
+// readTopologyData reads a topology file up to 64 MiB, or, past that, up
+// to what a machine of functions() PCI functions can hold.
+func readTopologyData(name string, functions func() int) ([]byte, error) {
+	data, _, err := readTopologyFileStat(name, functions)
+	return data, err
+}
+
+func readTopologyFileStat(name string, functions func() int) ([]byte, syscall.Stat_t, error) {
+	fd, st, err := openStat(name, false)
+	if err != nil {
+		return nil, st, err
 	}
-	if _, err := dec.Token(); err != io.EOF {
+	defer syscall.Close(fd)
+	limit := minTopologyFileLimit
+	if st.Size > int64(limit) {
+		limit = topologyFileLimit(functions())
+	}
+	data, err := readAll(fd, name, st.Size, limit)
+	return data, st, err
+}
+
+// lineAt is the 1-based line of offset off.
+func lineAt(data []byte, off int) int { return bytes.Count(data[:off], []byte("\n")) + 1 }
+
+// decodeMember decodes the member m of the document data into dst,
+// refusing unknown fields; an error starts with the line ("12: ...").
+func decodeMember(data []byte, m *member, dst any) error {
+	dec := json.NewDecoder(bytes.NewReader(m.val))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return fmt.Errorf("%d: %w", lineAt(data, m.off)-1+jsonline.Line(m.val, dec.InputOffset(), err), err)
+	}
+	return nil
+}
+
+// ParseTopologyFile decodes and validates a topology file's contents, of
+// version 3 or 2; name is used in errors. It takes time linear in the size
+// of data.
+func ParseTopologyFile(data []byte, name string) (*TopologyFile, error) {
+	// A decoder copies what it reads into a buffer of its own, and the
+	// pairs are most of the file: its members are found where they lie,
+	// each decoded strictly on its own, the pairs by version.
+	if !json.Valid(data) {
+		dec := json.NewDecoder(bytes.NewReader(data))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil, topoErrorf(nil, "%s:%d: %w", name, jsonline.Line(data, dec.InputOffset(), err), err)
+		}
 		return nil, topoErrorf(nil, "%s:%d: data after the topology", name, jsonline.Line(data, dec.InputOffset(), nil))
+	}
+	members, ok := objectMembers(data)
+	if !ok {
+		return nil, topoErrorf(nil, "%s:1: the topology is not a JSON object", name)
+	}
+	tf := &TopologyFile{}
+	var reasons []string
+	var pairs *member
+	for i := range members {
+		m := &members[i]
+		var dst any
+		switch m.key {
+		case "format":
+			dst = &tf.Format
+		case "version":
+			dst = &tf.Version
+		case "generated_by":
+			dst = &tf.GeneratedBy
+		case "generated":
+			dst = &tf.Generated
+		case "host":
+			dst = &tf.Host
+		case "machine":
+			dst = &tf.Machine
+		case "nics":
+			dst = &tf.NICs
+		case "accelerators":
+			dst = &tf.Accelerators
+		case "reasons":
+			dst = &reasons
+		case "pairs":
+			pairs = m
+			continue
+		default:
+			return nil, topoErrorf(nil, "%s:%d: json: unknown field %q", name, lineAt(data, m.off), m.key)
+		}
+		if err := decodeMember(data, m, dst); err != nil {
+			return nil, topoErrorf(nil, "%s:%w", name, err)
+		}
 	}
 	if tf.Format != TopologyFileFormat {
 		return nil, topoErrorf(nil, "%s:1: format %q is not %q", name, tf.Format, TopologyFileFormat)
 	}
-	if tf.Version != TopologyFileVersion {
-		return nil, topoErrorf(nil, "%s:1: version %d is not supported (this build reads version %d; write a new one with `efap2p export`)", name, tf.Version, TopologyFileVersion)
+	switch tf.Version {
+	case TopologyFileVersion:
+		if pairs != nil && !bytes.Equal(pairs.val, []byte("null")) {
+			p, err := readRows(pairs.val, tf.Machine.Functions, reasons)
+			var re *rowError
+			if errors.As(err, &re) {
+				return nil, topoErrorf(nil, "%s:%d: %v", name, lineOfIndex(data, "", "pairs", re.row), err)
+			}
+			if err != nil {
+				return nil, topoErrorf(nil, "%s:%d: %v", name, lineAt(data, pairs.off), err)
+			}
+			tf.Pairs = p
+		}
+	case TopologyFileVersion2:
+		if reasons != nil {
+			return nil, topoErrorf(nil, "%s:1: json: unknown field \"reasons\" (a version %d field)", name, TopologyFileVersion)
+		}
+		if pairs != nil {
+			if err := decodeMember(data, pairs, &tf.Pairs); err != nil {
+				return nil, topoErrorf(nil, "%s:%w", name, err)
+			}
+		}
+	default:
+		return nil, topoErrorf(nil, "%s:1: version %d is not supported (this build reads versions %d and %d; write a new one with `efap2p export`)", name, tf.Version, TopologyFileVersion2, TopologyFileVersion)
 	}
 	for i, f := range tf.Machine.Functions {
 		if _, _, ok := parseDeviceID(f.ID); !ok {
@@ -166,10 +292,23 @@ func ParseTopologyFile(data []byte, name string) (*TopologyFile, error) {
 	if k := tf.Machine.KernelConfig; k != nil && k.P2PDMA == BuiltUnknown {
 		return nil, topoErrorf(nil, "%s:%d: machine.kernel_config: pci_p2pdma is \"y\" or \"n\" (leave kernel_config out when it is not known)", name, lineOfIndex(data, "", "machine", 0))
 	}
-	seen := make(map[pair]bool, len(tf.Pairs))
-	for i, p := range tf.Pairs {
-		var why string
+	// a 64-bit key hashes fast: a file may hold hundreds of thousands
+	seen := make(map[uint64]struct{}, len(tf.Pairs))
+	wide := map[pair]struct{}{}
+	twice := func(p *TopoPair) bool {
+		if k, narrow := pairKey(p.Provider, p.Client); narrow {
+			_, dup := seen[k]
+			seen[k] = struct{}{}
+			return dup
+		}
 		k := pair{p.Provider, p.Client}
+		_, dup := wide[k]
+		wide[k] = struct{}{}
+		return dup
+	}
+	for i := range tf.Pairs {
+		p := &tf.Pairs[i]
+		var why string
 		switch {
 		case !p.MapType.Supported() && p.MapType != MapNotSupported:
 			why = "map_type is missing"
@@ -177,15 +316,14 @@ func ParseTopologyFile(data []byte, name string) (*TopologyFile, error) {
 			why = "outcome is missing (p2p, bounced or refused)"
 		case p.Distance < 0:
 			why = "negative distance"
-		case seen[k]:
+		case twice(p):
 			why = fmt.Sprintf("%s -> %s listed twice", p.Provider, p.Client)
 		}
 		if why != "" {
 			return nil, topoErrorf(nil, "%s:%d: pairs[%d]: %s", name, lineOfIndex(data, "", "pairs", i), i, why)
 		}
-		seen[k] = true
 	}
-	return &tf, nil
+	return tf, nil
 }
 
 // parseDeviceID parses "10de:2330".
@@ -248,7 +386,7 @@ func lineOfIndex(data []byte, parent, key string, i int) int {
 				if top.object {
 					name = top.key
 				} else {
-					if d == '{' && at() && !top.object && top.elems == i {
+					if at() && !top.object && top.elems == i {
 						return jsonline.Line(data, dec.InputOffset(), nil)
 					}
 					top.elems++
@@ -269,29 +407,129 @@ func lineOfIndex(data []byte, parent, key string, i int) int {
 	}
 }
 
-// Marshal returns the file as indented JSON.
+// Marshal returns the file in the current version's layout: one line per
+// PCI function, NIC and accelerator, one row per pair, then the reasons
+// (when any pair has one), each listed once.
 func (tf *TopologyFile) Marshal() ([]byte, error) {
-	b, err := json.MarshalIndent(tf, "", "  ")
+	head := struct {
+		Format      string `json:"format"`
+		Version     int    `json:"version"`
+		GeneratedBy string `json:"generated_by,omitempty"`
+		Generated   string `json:"generated,omitempty"`
+		Host        string `json:"host,omitempty"`
+	}{tf.Format, TopologyFileVersion, tf.GeneratedBy, tf.Generated, tf.Host}
+	hb, err := json.MarshalIndent(head, "", "  ")
 	if err != nil {
 		return nil, err
 	}
-	return append(b, '\n'), nil
+	b := make([]byte, 0, 4096+64*len(tf.Machine.Functions)+80*len(tf.Pairs))
+	b = append(b, hb[:len(hb)-2]...) // without the closing brace
+	b = append(b, ",\n  \"machine\": {\n    \"kernel\": "...)
+	b = strconv.AppendQuote(b, tf.Machine.Kernel)
+	if k := tf.Machine.KernelConfig; k != nil {
+		kb, err := json.MarshalIndent(k, "    ", "  ")
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(b, ",\n    \"kernel_config\": "...), kb...)
+	}
+	if tf.Machine.BootID != "" {
+		b = append(b, ",\n    \"boot_id\": "...)
+		b = strconv.AppendQuote(b, tf.Machine.BootID)
+	}
+	b = append(b, ",\n    \"functions\": "...)
+	if b, err = appendList(b, "      ", tf.Machine.Functions); err != nil {
+		return nil, err
+	}
+	b = append(b, "\n  },\n  \"nics\": "...)
+	if b, err = appendList(b, "    ", tf.NICs); err != nil {
+		return nil, err
+	}
+	b = append(b, ",\n  \"accelerators\": "...)
+	if b, err = appendList(b, "    ", tf.Accelerators); err != nil {
+		return nil, err
+	}
+	// the rows first, the reasons they name after them: rows go straight
+	// into the file as they are made
+	var reasons []string
+	b = append(b, ",\n  \"pairs\": "...)
+	b = appendRows(b, tf, &reasons)
+	if len(reasons) > 0 {
+		b = append(b, ",\n  \"reasons\": "...)
+		if b, err = appendList(b, "    ", reasons); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, "\n}\n"...), nil
+}
+
+// appendList writes a list one compact element a line.
+func appendList[T any](b []byte, indent string, list []T) ([]byte, error) {
+	b = append(b, '[')
+	for i := range list {
+		e, err := json.Marshal(list[i])
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '\n')
+		b = append(b, indent...)
+		b = append(b, e...)
+	}
+	if len(list) > 0 {
+		b = append(b, '\n')
+		b = append(b, indent[:len(indent)-2]...)
+	}
+	return append(b, ']'), nil
 }
 
 // index is a topology file ready for lookups.
 type topoIndex struct {
-	name    string
-	pairs   map[pair]*TopoPair
+	name string
+	tf   *TopologyFile
+	// the pairs, by pairKey (a small key hashes fast: a file may hold
+	// hundreds of thousands), and those with a domain past 16 bits
+	pairs   map[uint64]int32
+	wide    map[pair]int32
 	blocked map[Addr]*TopoNIC
 	accels  []Addr
-	kconfig *KernelConfig // what the writer knew of the kernel's config
+	// the functions some pair has as provider: most questions (a
+	// dma-buf's candidates, of every driver) have none, and a small map
+	// answers them before the large one is hashed into
+	providers map[Addr]struct{}
+	kconfig   *KernelConfig // what the writer knew of the kernel's config
+}
+
+// pair returns the recorded pair (provider, client), or nil.
+func (ix *topoIndex) pair(provider, client Addr) *TopoPair {
+	if _, ok := ix.providers[provider]; !ok {
+		return nil
+	}
+	i, ok := int32(0), false
+	if k, narrow := pairKey(provider, client); narrow {
+		i, ok = ix.pairs[k]
+	} else {
+		i, ok = ix.wide[pair{provider, client}]
+	}
+	if !ok {
+		return nil
+	}
+	return &ix.tf.Pairs[i]
 }
 
 func newTopoIndex(tf *TopologyFile, name string) *topoIndex {
-	ix := &topoIndex{name: name, pairs: map[pair]*TopoPair{}, blocked: map[Addr]*TopoNIC{}, kconfig: tf.Machine.KernelConfig}
+	ix := &topoIndex{name: name, tf: tf, pairs: make(map[uint64]int32, len(tf.Pairs)), wide: map[pair]int32{},
+		blocked: map[Addr]*TopoNIC{}, providers: map[Addr]struct{}{}, kconfig: tf.Machine.KernelConfig}
 	for i := range tf.Pairs {
 		p := &tf.Pairs[i]
-		ix.pairs[pair{p.Provider, p.Client}] = p
+		ix.providers[p.Provider] = struct{}{}
+		if k, narrow := pairKey(p.Provider, p.Client); narrow {
+			ix.pairs[k] = int32(i)
+		} else {
+			ix.wide[pair{p.Provider, p.Client}] = int32(i)
+		}
 	}
 	for i := range tf.NICs {
 		if tf.NICs[i].PeerAccessBlocked {
@@ -304,25 +542,29 @@ func newTopoIndex(tf *TopologyFile, name string) *topoIndex {
 	return ix
 }
 
-// verdict turns a recorded pair into a Verdict.
-func (ix *topoIndex) verdict(tp *TopoPair) *Verdict {
+// verdict turns a recorded pair into a Verdict; explain writes its Reason.
+func (ix *topoIndex) verdict(tp *TopoPair, explain bool) *Verdict {
 	v := &Verdict{
 		Provider: tp.Provider, Client: tp.Client,
 		MapType: tp.MapType, Distance: tp.Distance, Path: tp.Path,
 		Rule: RuleTopologyFile, ACSRedirect: append([]Addr{}, tp.ACSRedirect...),
 		Exact: true, Certain: true, Policy: tp.Policy, Outcome: tp.Outcome,
-		Source: SourceTopologyFile, fig: fixedFigures(tp.BandwidthMBs, tp.LatencyNs),
+		Source: SourceTopologyFile, fig: fixedFigures(tp.BandwidthMBs, tp.LatencyNs), explain: explain,
 	}
 	if ix.kconfig != nil {
 		v.KernelP2PDMA = ix.kconfig.P2PDMA
 	}
-	v.Reason = fmt.Sprintf("The topology file %s records this pair as %s (%s, distance %d).", ix.name, tp.Outcome, tp.MapType, tp.Distance)
-	if tp.Reason != "" {
-		v.addReason("Recorded reason: " + tp.Reason)
+	if explain {
+		v.Reason = fmt.Sprintf("The topology file %s records this pair as %s (%s, distance %d).", ix.name, tp.Outcome, tp.MapType, tp.Distance)
+		if tp.Reason != "" {
+			v.addReason("Recorded reason: " + tp.Reason)
+		}
 	}
 	if n, ok := ix.blocked[tp.Client]; ok && v.Outcome != OutcomeRefused {
 		v.Outcome = OutcomeRefused
-		v.addReason(blockedReason(ix.name, n))
+		if explain {
+			v.addReason(blockedReason(ix.name, n))
+		}
 	}
 	return v
 }

@@ -58,6 +58,8 @@ func TestParseTopologyFile(t *testing.T) {
 func FuzzParseTopologyFile(f *testing.F) {
 	f.Add([]byte(goodTopology))
 	f.Add([]byte(`{"format":"efap2p-topology","version":2,"machine":{"functions":[{"addr":"0000:00:00.0","id":"8086:0000"}]},"pairs":[{}]}`))
+	f.Add([]byte(`{"format":"efap2p-topology","version":3,"machine":{"functions":[{"addr":"0000:00:00.0","id":"8086:0000"}]},` +
+		`"pairs":[[0,"0000:01:00.0","BUS_ADDR",2,"PIX","kernel","p2p",1,2,[0],0],[0,0,"NOT_SUPPORTED",0,"LOC","unknown","refused",0,0,[],"why"]],"reasons":["r\u00e9"]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tf, err := ParseTopologyFile(data, "fuzz")
 		if err != nil {
@@ -68,7 +70,7 @@ func FuzzParseTopologyFile(f *testing.F) {
 		}
 		ix := newTopoIndex(tf, "fuzz")
 		for i := range tf.Pairs {
-			if v := ix.verdict(&tf.Pairs[i]); v.Source != SourceTopologyFile {
+			if v := ix.verdict(&tf.Pairs[i], true); v.Source != SourceTopologyFile {
 				t.Fatal("source")
 			}
 		}

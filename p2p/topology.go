@@ -47,8 +47,22 @@ func (f *Function) isAccelerator() bool {
 	if accel, decided := pciclass.ByClass(c); decided {
 		return accel
 	}
-	at, err := f.Attrs()
-	return err == nil && at.IsAccelerator()
+	v, d, err := f.ids()
+	return err == nil && pciclass.IsAccelerator(c, v, d)
+}
+
+// ids returns the function's vendor and device IDs, read once: alone where
+// the source can (two attributes, not all of Attrs), else from Attrs.
+func (f *Function) ids() (vendor, device uint16, err error) {
+	f.idsOnce.Do(func() {
+		if r, ok := extrasOf(f.src).(idReader); ok {
+			f.vendor, f.device, f.idsErr = r.FunctionIDs(f.Addr)
+			return
+		}
+		at, err := f.Attrs()
+		f.vendor, f.device, f.idsErr = at.Vendor, at.Device, err
+	})
+	return f.vendor, f.device, f.idsErr
 }
 
 // IsBridge reports a PCI-to-PCI bridge (class 0x0604).
@@ -186,6 +200,10 @@ type Function struct {
 	class     uint32
 	classErr  error
 
+	idsOnce        sync.Once
+	vendor, device uint16
+	idsErr         error
+
 	linkOnce  sync.Once
 	linkGTs   float64
 	linkWidth int
@@ -273,12 +291,29 @@ type Topology struct {
 	cpu        *CPU
 	cpuErr     error
 	all        []Addr
+	classes    map[Addr]classEntry // classes read before their Function was made
 	accels     []*Function
 	extraAccel map[Addr]bool
 	versions   map[string]string // module versions, by module
+	// What every pair of a domain, a root-bus pair or an exporter shares,
+	// worked out once: the chipset NVIDIA flags in a domain, the
+	// host-bridge decision for two root buses under one set of rules,
+	// the functions an exporter may own.
+	flagged   map[uint32]flaggedEntry
+	hostDec   map[hostKey]hostDecision
+	exporters map[string]exporterEntry
 
 	overrideOnce sync.Once
 	override     int
+}
+
+type classEntry struct {
+	class uint32
+	err   error
+	// the IDs, when the scan read them (its class did not decide)
+	ids            bool
+	vendor, device uint16
+	idsErr         error
 }
 
 type hostBridgeEntry struct {
@@ -331,11 +366,87 @@ func (t *Topology) functionLocked(a Addr) (*Function, error) {
 		f, ok := t.fns[c]
 		if !ok {
 			f = &Function{Addr: c, Upstream: up, Root: root, Depth: i, src: t.src}
+			if e, ok := t.classes[c]; ok {
+				f.classOnce.Do(func() { f.class, f.classErr = e.class, e.err })
+				if e.ids {
+					f.idsOnce.Do(func() { f.vendor, f.device, f.idsErr = e.vendor, e.device, e.idsErr })
+				}
+			}
 			t.fns[c] = f
 		}
 		up = f
 	}
 	return up, nil
+}
+
+// remember returns what the cache m (a field of t, guarded by t.mu) holds
+// for k, else fill's answer, kept there (the first kept wins) while the
+// cache holds fewer than limit entries (0: no limit). fill runs without
+// the lock: it may read the source.
+func remember[K comparable, V any](t *Topology, m *map[K]V, k K, limit int, fill func() V) V {
+	t.mu.Lock()
+	v, ok := (*m)[k]
+	t.mu.Unlock()
+	if ok {
+		return v
+	}
+	v = fill()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if old, ok := (*m)[k]; ok {
+		return old
+	}
+	if *m == nil {
+		*m = map[K]V{}
+	}
+	if limit == 0 || len(*m) < limit {
+		(*m)[k] = v
+	}
+	return v
+}
+
+// scanIDs reads a function's IDs for the accelerator scan, keeping them
+// for the Function made later (or giving its own, when it exists).
+func (t *Topology) scanIDs(a Addr) (uint16, uint16, error) {
+	t.mu.Lock()
+	f := t.fns[a]
+	t.mu.Unlock()
+	if f != nil {
+		return f.ids()
+	}
+	v, d, err := t.functionIDs(a)
+	t.mu.Lock()
+	if e, ok := t.classes[a]; ok {
+		e.ids, e.vendor, e.device, e.idsErr = true, v, d, err
+		t.classes[a] = e
+	}
+	t.mu.Unlock()
+	return v, d, err
+}
+
+// classOf returns a function's PCI class: its Function's when there is one,
+// else read by address alone (through the bus/pci/devices link, without the
+// readlink that places a function in the tree), and kept for the Function
+// made later. A scan over every function needs nothing more of most.
+func (t *Topology) classOf(a Addr) (uint32, error) {
+	t.mu.Lock()
+	f := t.fns[a]
+	e, ok := t.classes[a]
+	t.mu.Unlock()
+	if f != nil {
+		return f.Class()
+	}
+	if ok {
+		return e.class, e.err
+	}
+	c, err := t.src.Class(a)
+	t.mu.Lock()
+	if t.classes == nil {
+		t.classes = map[Addr]classEntry{}
+	}
+	t.classes[a] = classEntry{class: c, err: err}
+	t.mu.Unlock()
+	return c, err
 }
 
 // CPU returns the boot CPU, reading it once.
@@ -395,16 +506,25 @@ func (t *Topology) Accelerators() ([]*Function, error) {
 	}
 	out := []*Function{}
 	for _, a := range all {
+		c, err := t.classOf(a)
+		if err != nil {
+			continue
+		}
+		if !t.extraAccel[a] {
+			accel, decided := pciclass.ByClass(c)
+			if !decided {
+				v, d, err := t.scanIDs(a)
+				accel = err == nil && pciclass.IsAccelerator(c, v, d)
+			}
+			if !accel {
+				continue
+			}
+		}
 		f, err := t.Function(a)
 		if err != nil {
 			continue
 		}
-		if _, err := f.Class(); err != nil {
-			continue
-		}
-		if t.extraAccel[a] || f.isAccelerator() {
-			out = append(out, f)
-		}
+		out = append(out, f)
 	}
 	t.mu.Lock()
 	t.accels = out

@@ -93,6 +93,8 @@ type Verdict struct {
 	// listed (rules efap2p does not model).
 	alts        []MapType
 	undecidable bool
+	// explain: Reason and Hint are written (see Options.NoReasons).
+	explain bool
 }
 
 // figures holds a verdict's bandwidth and latency. Reading link widths and
@@ -182,13 +184,13 @@ func (v *Verdict) KernelDistance() int {
 }
 
 // computeVerdict applies the kernel's calc_map_type_and_dist of the rules
-// ru to p and c.
-func (t *Topology) computeVerdict(ru *kernelRules, p, c *Function) *Verdict {
-	v := &Verdict{Provider: p.Addr, Client: c.Addr, Source: SourceComputed, Exact: true, Certain: true, ACSRedirect: []Addr{}, Kernel: ru.Release}
+// ru to p and c; explain writes the verdict's Reason and Hint.
+func (t *Topology) computeVerdict(ru *kernelRules, p, c *Function, explain bool) *Verdict {
+	v := &Verdict{Provider: p.Addr, Client: c.Addr, Source: SourceComputed, Exact: true, Certain: true, ACSRedirect: []Addr{}, Kernel: ru.Release, explain: explain}
 	if ru.Unmodelled {
 		v.Exact, v.undecidable = false, true
 		v.Unread = append(v.Unread, "the rules of Linux "+ru.Release.String())
-		v.addReason(fmt.Sprintf("Linux %s predates the rules efap2p models (5.4 and later): 5.4's are applied.", ru.Release))
+		v.reasonf("Linux %s predates the rules efap2p models (5.4 and later): 5.4's are applied.", ru.Release)
 	}
 	lca := commonAncestor(p, c)
 	if lca == nil {
@@ -227,7 +229,9 @@ func (t *Topology) computeVerdict(ru *kernelRules, p, c *Function) *Verdict {
 		if p == c {
 			v.Rule = RuleSameFunction
 		}
-		v.addReason(busAddrReason(v, p == c))
+		if explain {
+			v.addReason(busAddrReason(v, p == c))
+		}
 		return v
 	}
 	v.MapType = MapThruHostBridge
@@ -259,15 +263,20 @@ func (v *Verdict) assume(alt MapType, unread string) {
 // path stay (what the PCI path is), and the explanation keeps what a
 // kernel with p2pdma would have said.
 func noP2PDMA(v *Verdict, kc KernelConfig) {
-	would := fmt.Sprintf("Built with it, the kernel would answer %s (distance %d): %s", v.MapType, v.Distance, v.Reason)
+	would := ""
+	if v.explain {
+		would = fmt.Sprintf("Built with it, the kernel would answer %s (distance %d): %s", v.MapType, v.Distance, v.Reason)
+	}
 	v.MapType, v.Rule, v.Source, v.Certain = MapNotSupported, RuleNoP2PDMA, SourceComputed, true
 	// The stub answers without looking at the path: nothing unread matters.
 	v.Exact, v.undecidable, v.alts, v.Unread = true, false, nil, nil
 	v.Whitelist = nil
-	v.Reason = ""
-	v.addReason(fmt.Sprintf("This kernel is built without PCI_P2PDMA (%s): the kernel refuses every P2P mapping it is asked for; dma-buf exporters that ask it fall back (NOT_SUPPORTED, pci_p2pdma_distance -1).", kc.Source))
-	v.addReason(would)
-	v.Hint = "boot a kernel built with CONFIG_PCI_P2PDMA=y (no stock Debian 12 kernel is)"
+	v.Reason, v.Hint = "", ""
+	if v.explain {
+		v.reasonf("This kernel is built without PCI_P2PDMA (%s): the kernel refuses every P2P mapping it is asked for; dma-buf exporters that ask it fall back (NOT_SUPPORTED, pci_p2pdma_distance -1).", kc.Source)
+		v.addReason(would)
+		v.Hint = "boot a kernel built with CONFIG_PCI_P2PDMA=y (no stock Debian 12 kernel is)"
+	}
 }
 
 func (v *Verdict) noteACS(f *Function) {
@@ -300,6 +309,17 @@ func (d hostDecision) allowed() bool {
 // with the HMAT series, a reachable HMAT path from the client's host bridge
 // to the provider's.
 func (t *Topology) hostDecide(ru *kernelRules, pr, cr RootBus) hostDecision {
+	return remember(t, &t.hostDec, hostKey{ru, pr, cr}, 0, func() hostDecision { return t.decideHost(ru, pr, cr) })
+}
+
+// hostKey names a host-bridge decision: it depends on the rules and the
+// two root buses only.
+type hostKey struct {
+	ru     *kernelRules
+	pr, cr RootBus
+}
+
+func (t *Topology) decideHost(ru *kernelRules, pr, cr RootBus) hostDecision {
 	var d hostDecision
 	cpu, err := t.CPU()
 	d.cpu, d.cpuKnown = cpu, err == nil && cpu.Known
@@ -335,40 +355,16 @@ func (t *Topology) hostBridgeAllows(ru *kernelRules, pr, cr RootBus) bool {
 
 // hostBridgeCheck decides a THRU_HOST_BRIDGE path and explains it.
 func (t *Topology) hostBridgeCheck(ru *kernelRules, v *Verdict, p, c *Function, acsPath bool) {
-	var why strings.Builder
-	if acsPath {
-		why.WriteString(acsReason(v))
-	} else {
-		fmt.Fprintf(&why, "%s and %s share no upstream bridge, so the path goes through the host bridge", p.Addr, c.Addr)
-		if p.Root != c.Root {
-			fmt.Fprintf(&why, "s of %s and %s. ", p.Root, c.Root)
-		} else {
-			fmt.Fprintf(&why, " of %s. ", p.Root)
-		}
-	}
 	d := t.hostDecide(ru, p.Root, c.Root)
 	switch {
 	case d.byCPU:
 		v.Rule = RuleCPU
-		fmt.Fprintf(&why, "The %s family 0x%x CPU supports P2P DMA through its host bridges (THRU_HOST_BRIDGE, distance %d).", d.cpu.vendorName(), d.cpu.Family, v.Distance)
 	case d.bridge.ok:
 		v.Rule = RuleWhitelist
 		v.Whitelist = d.bridge.entry
-		name := func(e *WhitelistEntry) string {
-			if e.Device == AnyDevice {
-				return "every device of vendor " + hexID(e.Vendor, 0)[:4] + ", " + e.Note
-			}
-			return hexID(e.Vendor, uint16(e.Device)) + ", " + e.Note
-		}
-		if d.provider != nil {
-			fmt.Fprintf(&why, "Both host bridges are in the P2PDMA whitelist of %s: the provider's (%s) and the client's (%s) (THRU_HOST_BRIDGE, distance %d).", ru.describe(), name(d.provider), name(d.bridge.entry), v.Distance)
-		} else {
-			fmt.Fprintf(&why, "The host bridge (%s) is in the P2PDMA whitelist of %s (THRU_HOST_BRIDGE, distance %d).", name(d.bridge.entry), ru.describe(), v.Distance)
-		}
 	case d.hmat != nil && d.hmat.allowed:
 		v.Rule = RuleACPI
 		v.Source = SourceACPI
-		fmt.Fprintf(&why, "Neither the CPU rule nor the whitelist allows it (%s), but %s: with the HMAT P2P series the kernel allows it (THRU_HOST_BRIDGE, distance %d).", d.bridge.why, d.hmat.why, v.Distance)
 	default:
 		v.MapType = MapNotSupported
 		v.Rule = RuleHostBridge
@@ -386,6 +382,43 @@ func (t *Topology) hostBridgeCheck(ru *kernelRules, v *Verdict, p, c *Function, 
 		if d.hmat != nil && !d.hmat.known {
 			v.assume(MapThruHostBridge, "the ACPI HMAT")
 		}
+	}
+	if v.explain {
+		v.addReason(hostBridgeReason(ru, v, p, c, acsPath, d))
+	}
+}
+
+// hostBridgeReason explains the host-bridge check's decision d.
+func hostBridgeReason(ru *kernelRules, v *Verdict, p, c *Function, acsPath bool, d hostDecision) string {
+	var why strings.Builder
+	if acsPath {
+		why.WriteString(acsReason(v))
+	} else {
+		fmt.Fprintf(&why, "%s and %s share no upstream bridge, so the path goes through the host bridge", p.Addr, c.Addr)
+		if p.Root != c.Root {
+			fmt.Fprintf(&why, "s of %s and %s. ", p.Root, c.Root)
+		} else {
+			fmt.Fprintf(&why, " of %s. ", p.Root)
+		}
+	}
+	switch {
+	case d.byCPU:
+		fmt.Fprintf(&why, "The %s family 0x%x CPU supports P2P DMA through its host bridges (THRU_HOST_BRIDGE, distance %d).", d.cpu.vendorName(), d.cpu.Family, v.Distance)
+	case d.bridge.ok:
+		name := func(e *WhitelistEntry) string {
+			if e.Device == AnyDevice {
+				return "every device of vendor " + hexID(e.Vendor, 0)[:4] + ", " + e.Note
+			}
+			return hexID(e.Vendor, uint16(e.Device)) + ", " + e.Note
+		}
+		if d.provider != nil {
+			fmt.Fprintf(&why, "Both host bridges are in the P2PDMA whitelist of %s: the provider's (%s) and the client's (%s) (THRU_HOST_BRIDGE, distance %d).", ru.describe(), name(d.provider), name(d.bridge.entry), v.Distance)
+		} else {
+			fmt.Fprintf(&why, "The host bridge (%s) is in the P2PDMA whitelist of %s (THRU_HOST_BRIDGE, distance %d).", name(d.bridge.entry), ru.describe(), v.Distance)
+		}
+	case d.hmat != nil && d.hmat.allowed:
+		fmt.Fprintf(&why, "Neither the CPU rule nor the whitelist allows it (%s), but %s: with the HMAT P2P series the kernel allows it (THRU_HOST_BRIDGE, distance %d).", d.bridge.why, d.hmat.why, v.Distance)
+	default:
 		if d.hmat != nil {
 			fmt.Fprintf(&why, "%s cannot be used for peer-to-peer DMA as the client and provider (%s) do not share an upstream bridge, whitelisted host bridge, or HMAT-described P2P path: %s; %s", c.Addr, p.Addr, d.bridge.why, d.hmat.why)
 		} else {
@@ -401,7 +434,7 @@ func (t *Topology) hostBridgeCheck(ru *kernelRules, v *Verdict, p, c *Function, 
 		}
 		why.WriteString(".")
 	}
-	v.addReason(why.String())
+	return why.String()
 }
 
 // acsReason explains an ACS-forced detour and sets the kernel's hint.

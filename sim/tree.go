@@ -213,13 +213,17 @@ func emulatorConfig(m *models.Machine, opt TreeOptions) (string, error) {
 		listed[[2]p2p.Addr{p.Client, p.Provider}] = true
 		fmt.Fprintf(&b, "verdict %s %s %s\n", p.Client, p.Provider, p.ExpectedOutcome())
 	}
-	o := p2p.NewOracleWith(p2p.NewTopology(m.Source()), m.OracleOptions())
+	// only outcomes: no reasons, and each pair once (not cached: a large
+	// machine has hundreds of thousands)
+	opts := m.OracleOptions()
+	opts.NoReasons = true
+	o := p2p.NewOracleWith(p2p.NewTopology(m.Source()), opts)
 	for _, nic := range m.EFANICs() {
 		for _, f := range m.Functions() {
 			if f.IsBridge() || listed[[2]p2p.Addr{nic.Addr, f.Addr}] {
 				continue
 			}
-			v, err := o.Verdict(f.Addr, nic.Addr)
+			v, err := o.Compute(f.Addr, nic.Addr)
 			if err != nil {
 				return "", fmt.Errorf("verdict %s -> %s: %w", f.Addr, nic.Addr, err)
 			}

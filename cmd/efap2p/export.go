@@ -21,7 +21,8 @@ func init() {
 // documents' paths).
 func exportUsage() string {
 	return `Usage: efap2p export [--sysfs DIR] [--kernel RELEASE] [--format json|nccl]
-                     [--peer-blocked NIC]... [--boot] [--force] [-o FILE]
+                     [--peer-blocked NIC]... [--boot] [--force] [--reasons]
+                     [-o FILE]
 
 Work out the verdict of every accelerator with every NIC and every other
 accelerator, and write them as a topology file (--format json, the default)
@@ -58,6 +59,10 @@ unless --force is given.
 --peer-blocked NIC records that a NIC's firmware refuses DMA to every peer,
 a fact sysfs cannot show; every pair with that NIC is then refused.
 
+--reasons writes each pair's explanation into the file, which then grows
+about tenfold; without it, a reader of the file tells a pair by the facts
+recorded (outcome, map type, distance, path).
+
 Options:
 `
 }
@@ -86,6 +91,7 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 	boot := fs.Bool("boot", false, "write the boot-time topology file: bound to this boot, from the operator's file and sysfs")
 	format := fs.String("format", "json", "`FORMAT`: json (topology file) or nccl (NCCL topology XML)")
 	force := fs.Bool("force", false, "write even verdicts that are uncertain (config space not readable)")
+	reasons := fs.Bool("reasons", false, "write each pair's explanation into the topology file")
 	var blocked addrsFlag
 	fs.Var(&blocked, "peer-blocked", "`NIC` whose firmware blocks peer access (repeatable, or comma-separated)")
 	if err := parseFlags(fs, args, exportUsage(), stderr); err != nil {
@@ -102,6 +108,7 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 		return usagef("--boot writes a topology file: it takes --format json")
 	}
 	of.export, of.boot = true, *boot
+	of.noReasons = !*reasons
 	o, src, err := of.open()
 	if err != nil {
 		return err
@@ -112,7 +119,7 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 	var data []byte
 	switch *format {
 	case "json":
-		tf, err := answer.Export(o, src, answer.ExportOptions{PeerBlocked: blocked, Force: *force, Boot: *boot})
+		tf, err := answer.Export(o, src, answer.ExportOptions{PeerBlocked: blocked, Force: *force, Boot: *boot, Reasons: *reasons})
 		switch {
 		case errors.Is(err, answer.ErrNotNIC):
 			return usagef("--peer-blocked %w", err)

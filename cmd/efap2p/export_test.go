@@ -31,18 +31,25 @@ func summarize(v *p2p.Verdict) summary {
 
 // TestExportRoundTrip: export, then read back: the same verdict for every
 // exported pair of every model.
+// exportTree exports the tree dir to a file and reads it back.
+func exportTree(t *testing.T, dir string) (string, *p2p.TopologyFile) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "topo.json")
+	if code, _, errs := runTool("export", "--sysfs", dir, "-o", file); code != 0 {
+		t.Fatalf("export: exit %d: %s", code, errs)
+	}
+	tf, err := p2p.ReadTopologyFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return file, tf
+}
+
 func TestExportRoundTrip(t *testing.T) {
 	for _, name := range models.BuiltinNames() {
 		t.Run(name, func(t *testing.T) {
 			dir := writeTree(t, name)
-			file := filepath.Join(t.TempDir(), "topo.json")
-			if code, _, errs := runTool("export", "--sysfs", dir, "-o", file); code != 0 {
-				t.Fatalf("export: exit %d: %s", code, errs)
-			}
-			tf, err := p2p.ReadTopologyFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
+			file, tf := exportTree(t, dir)
 			if len(tf.Pairs) == 0 {
 				t.Skip("no accelerator in this model")
 			}
@@ -106,5 +113,83 @@ func TestBadTopologyFileWarns(t *testing.T) {
 	code, out, errs := runTool("explain", "--sysfs", dir, "--topology", file, "53:00.0", "4f:00.0")
 	if code != 0 || !strings.Contains(errs, file+":3:") || !strings.Contains(out, "source         computed") {
 		t.Errorf("exit %d\nstderr %s\nstdout %s", code, errs, out)
+	}
+}
+
+// TestExportReasons: a pair's reason is written only with --reasons, and
+// then it is the oracle's; without, a reader of the file still explains
+// the pair by what the file records.
+func TestExportReasons(t *testing.T) {
+	dir := writeTree(t, "p5.48xlarge")
+	plain, full := filepath.Join(t.TempDir(), "plain.json"), filepath.Join(t.TempDir(), "full.json")
+	if code, _, errs := runTool("export", "--sysfs", dir, "-o", plain); code != 0 {
+		t.Fatalf("export: exit %d: %s", code, errs)
+	}
+	if code, _, errs := runTool("export", "--sysfs", dir, "--reasons", "-o", full); code != 0 {
+		t.Fatalf("export --reasons: exit %d: %s", code, errs)
+	}
+	a, err := p2p.ReadTopologyFile(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := p2p.ReadTopologyFile(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, _ := p2p.OpenSysfs(dir)
+	o := p2p.NewOracle(p2p.NewTopology(src))
+	for i := range a.Pairs {
+		if a.Pairs[i].Reason != "" {
+			t.Fatalf("without --reasons, pair %d has a reason: %q", i, a.Pairs[i].Reason)
+		}
+		v, err := o.Verdict(b.Pairs[i].Provider, b.Pairs[i].Client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Pairs[i].Reason != v.Reason {
+			t.Fatalf("--reasons: pair %d's reason %q, the oracle's %q", i, b.Pairs[i].Reason, v.Reason)
+		}
+	}
+	sa, _ := os.Stat(plain)
+	sb, _ := os.Stat(full)
+	if sa.Size()*4 > sb.Size() {
+		t.Errorf("the file is %d bytes, %d with reasons: the reasons should be most of it", sa.Size(), sb.Size())
+	}
+	code, out, errs := runTool("explain", "--sysfs", dir, "--topology", plain, "GPU0", "NIC0")
+	if code != 0 || !strings.Contains(strings.Join(strings.Fields(out), " "), "records this pair as p2p") {
+		t.Errorf("explain from the file without reasons: exit %d, %s%s", code, out, errs)
+	}
+}
+
+// TestExportSynthetic: a synthetic machine written by 'efap2p sim write
+// --machine synthetic-N' exports every accelerator's pairs in a few dozen
+// bytes each, and the file reads back.
+func TestExportSynthetic(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tree")
+	if code, _, errs := runSimCmd(t, "write", "--machine", "synthetic-512", dir); code != 0 {
+		t.Fatalf("sim write: exit %d: %s", code, errs)
+	}
+	file, tf := exportTree(t, dir)
+	m := models.Synthetic(512)
+	accels, nics := 0, 0
+	for _, f := range m.Functions() {
+		switch f.Class >> 16 {
+		case 0x03:
+			accels++
+		case 0x02:
+			nics++
+		}
+	}
+	if want := accels * (accels + nics - 1); len(tf.Pairs) != want {
+		t.Errorf("%d pairs, want %d: every accelerator with every other device", len(tf.Pairs), want)
+	}
+	st, _ := os.Stat(file)
+	if per := st.Size() / int64(len(tf.Pairs)); per > 100 {
+		t.Errorf("%d bytes a pair (%d pairs in %d bytes), want at most 100", per, len(tf.Pairs), st.Size())
+	}
+	for _, bad := range []string{"synthetic-0", "synthetic-x", "synthetic-070"} {
+		if code, _, errs := runSimCmd(t, "write", "--machine", bad, filepath.Join(t.TempDir(), "t")); code != 2 || !strings.Contains(errs, "synthetic-N") {
+			t.Errorf("sim write --machine %s: exit %d, %q; want 2 and what synthetic-N takes", bad, code, errs)
+		}
 	}
 }

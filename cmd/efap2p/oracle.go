@@ -34,6 +34,8 @@ type oracleFlags struct {
 	// named is the topology file open read by name (--topology, or
 	// $EFAP2P_TOPOLOGY for this machine), "" for the default places.
 	named string
+	// noReasons: the command prints no verdict's reason (p2p.Options).
+	noReasons bool
 }
 
 func (o *oracleFlags) register(fs *flag.FlagSet, withTopology bool) {
@@ -106,6 +108,7 @@ func (o *oracleFlags) open() (*p2p.Oracle, *p2p.Sysfs, error) {
 		opts.KernelConfig = k
 	}
 	opts.Warnf = o.warnf()
+	opts.NoReasons = o.noReasons
 	return p2p.NewOracleWith(topo, opts), src, nil
 }
 

@@ -80,6 +80,12 @@ Running a command:
   Programs that LD_PRELOAD cannot reach (static binaries, setuid programs,
   raw system calls) see no emulated host.
 
+Models:
+  NAME is a built-in model ('efap2p sim list'), or synthetic-N, the
+  synthetic machine of N PCI functions (1 to 65536): switch units of GPUs,
+  EFA NICs and other NICs, ACS redirect on every third, for benchmarks at
+  any size ('efap2p sim write --machine synthetic-512 DIR').
+
 Writing a tree:
   DIR must be new or empty. --force replaces a tree written there before
   (a directory holding efasim.conf); any other non-empty DIR is refused.

@@ -3,44 +3,66 @@
  * libefap2p's benchmark harness (scripts/bench-shim.sh runs it; ctest does
  * not). Each mode prints key=value pairs on one line; times are medians.
  *
- *   bench_shim query RUNS N       efadv_query_device, warm, ns a call
+ *   bench_shim query RUNS N [first|last]
+ *                                 efadv_query_device, warm, ns a call, on
+ *                                 the first or the last (default) of the
+ *                                 host's devices to be answered
  *   bench_shim reg RUNS N         ibv_reg_dmabuf_mr + ibv_dereg_mr of a warm
  *                                 allowed pair (rdmap79s0 + H100 53:00.0)
  *   bench_shim refused RUNS N     ibv_reg_dmabuf_mr of a refused pair
- *                                 (refused.json: rdmap3s0 + habanalabs 06:00.0)
+ *                                 (refused.json: rdmap3s0 + habanalabs 06:00.0);
+ *                                 fstat_ns: one fstat() of the buffer, what
+ *                                 telling which buffer a descriptor holds
+ *                                 costs at the least (the emulator answers
+ *                                 it); sys_fstat_ns: the system call alone
+ *                                 on the buffer's memfd, the kernel's part
  *   bench_shim cold               first P2P_DMA answer for every device,
- *                                 from the first call (core load included)
+ *                                 from the first call (core load included);
+ *                                 cpu_us is the process's CPU time, every
+ *                                 thread; it opens the paths
+ *                                 /nonexistent-efap2p-marker-cold-begin and
+ *                                 -end around the answers, for a trace
+ *                                 (scripts/floor-ops.py), and under
+ *                                 callgrind counts only them
  *   bench_shim cold-split         the same, the core loaded and started first
  *   bench_shim startup N PROG...  PROG spawned N times with and without
  *                                 LD_PRELOAD=$BENCH_PRELOAD: wall time and
  *                                 peak RSS, medians
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <infiniband/efadv_p2p.h>
 
+#include "benchclock.h"
 #include "shimtest.h"
 
 extern char **environ;
-
-static double now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
 
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
 
 	return (x > y) - (x < y);
+}
+
+/* A path that does not exist, opened so that a trace shows where. */
+static void marker(const char *name)
+{
+	char path[128];
+	int fd;
+
+	snprintf(path, sizeof(path), "/nonexistent-efap2p-marker-%s", name);
+	fd = open(path, O_RDONLY);
+	if (fd >= 0)
+		close(fd);
 }
 
 static double median(double *v, int n)
@@ -107,20 +129,23 @@ static struct pairtime alternate(int runs, int n, void (*batch)(int, void *), vo
 	return pt;
 }
 
-/* The warm query of the device answered last of all the host's (the
- * worst case of a cache indexed by name; by pointer, like any other). */
-static void query(int runs, int n)
+/* The warm query of the device answered first or last of all the host's
+ * (a cache filled in that order: the last is a full table's newest entry). */
+static void query(int runs, int n, int last)
 {
 	struct efadv_device_attr a;
 	struct ibv_device **list;
+	struct ibv_context *c;
 	struct pairtime pt;
 	int i, ndev = 0;
 
 	list = ibv_get_device_list(&ndev);
 	for (i = 0; list && i < ndev; i++) {
-		bench_ctx = ibv_open_device(list[i]);
-		if (bench_ctx)
-			efadv_query_device(bench_ctx, &a, sizeof(a));
+		c = ibv_open_device(list[i]);
+		if (c)
+			efadv_query_device(c, &a, sizeof(a));
+		if (c && (last || !bench_ctx))
+			bench_ctx = c;
 	}
 	if (!bench_ctx) {
 		fprintf(stderr, "bench_shim: no device\n");
@@ -132,6 +157,27 @@ static void query(int runs, int n)
 	printf("ours_ns=%.1f real_ns=%.1f added_ns=%.1f p2p=%d device=%s of=%d\n", pt.ours, pt.real,
 	       pt.ours - pt.real, !!(bench_attr.device_caps & P2P_DMA_BIT),
 	       ibv_get_device_name(bench_ctx->device), ndev);
+}
+
+/* The median of runs batches of n fstat() of the bench's buffer, ns each:
+ * through libc (and so the emulator), or the bare system call. */
+static double fstat_ns(int runs, int n, int bare)
+{
+	double t[64], t0;
+	struct stat st;
+	int r, i;
+
+	for (r = 0; r < runs && r < 64; r++) {
+		t0 = now_ns();
+		for (i = 0; i < n; i++) {
+			if (bare)
+				syscall(SYS_newfstatat, bench_fd, "", &st, AT_EMPTY_PATH);
+			else
+				fstat(bench_fd, &st);
+		}
+		t[r] = (now_ns() - t0) / n;
+	}
+	return median(t, r);
 }
 
 static void reg(int runs, int n, const char *dev, const char *owner, int expect_ok)
@@ -147,8 +193,9 @@ static void reg(int runs, int n, const char *dev, const char *owner, int expect_
 	before = sim.reg_calls();
 	pt = alternate(runs, n, (void (*)(int, void *))reg_batch, (void *)ibv_reg_dmabuf_mr,
 		       (void *)real_reg_dmabuf_mr());
-	printf("ours_ns=%.1f real_ns=%.1f added_ns=%.1f ok=%d kernel_calls=%lu of %d\n", pt.ours,
-	       pt.real, pt.ours - pt.real, bench_ok, sim.reg_calls() - before, 2 * n * (runs + 1));
+	printf("ours_ns=%.1f real_ns=%.1f added_ns=%.1f ok=%d kernel_calls=%lu of %d fstat_ns=%.1f sys_fstat_ns=%.1f\n",
+	       pt.ours, pt.real, pt.ours - pt.real, bench_ok, sim.reg_calls() - before,
+	       2 * n * (runs + 1), fstat_ns(runs, n, 0), fstat_ns(runs, n, 1));
 }
 
 typedef int (*query_peer_fn)(struct ibv_context *, const char *, struct efadv_p2p_attr *,
@@ -157,17 +204,24 @@ typedef int (*query_peer_fn)(struct ibv_context *, const char *, struct efadv_p2
 static void cold(int split)
 {
 	struct ibv_device **list;
-	struct ibv_context *ctx[64];
+	struct ibv_context **ctx;
 	struct efadv_device_attr a;
 	struct efadv_p2p_attr pa;
 	int i, n = 0, set = 0;
-	double t0, t1, t2, tf = 0;
-	long rss0, rss1;
+	double t0, t1, t2, tf = 0, c0, c1;
+	long rss0, rss1, f0, f1, s0, s1;
 
 	list = ibv_get_device_list(&n);
-	for (i = 0; i < n && i < 64; i++)
+	ctx = calloc((size_t)n + 1, sizeof(*ctx));
+	if (!ctx)
+		exit(2);
+	for (i = 0; i < n; i++)
 		ctx[i] = ibv_open_device(list[i]);
 	rss0 = status_field("VmRSS:");
+	marker("cold-begin");
+	CALLGRIND_ZERO_STATS;
+	faults(&f0, &s0);
+	c0 = cpu_us();
 	t0 = now_ns();
 	if (split) {
 		/* a peer no machine has: loads and starts the core, reads little */
@@ -177,17 +231,21 @@ static void cold(int split)
 			q(ctx[0], "ffff:ff:1f.7", &pa, sizeof(pa));
 	}
 	t1 = now_ns();
-	for (i = 0; i < n && i < 64; i++) {
-		if (!efadv_query_device(ctx[i], &a, sizeof(a)))
+	for (i = 0; i < n; i++) {
+		if (ctx[i] && !efadv_query_device(ctx[i], &a, sizeof(a)))
 			set += !!(a.device_caps & P2P_DMA_BIT);
 		if (!i)
 			tf = now_ns();
 	}
 	t2 = now_ns();
+	c1 = cpu_us();
+	faults(&f1, &s1);
+	CALLGRIND_DUMP_STATS_AT("cold");
+	marker("cold-end");
 	rss1 = status_field("VmRSS:");
-	printf("devices=%d p2p=%d load_us=%.1f first_us=%.1f answers_us=%.1f total_us=%.1f rss_kib=%ld threads=%ld core=%d\n",
-	       n, set, (t1 - t0) / 1e3, (tf - t1) / 1e3, (t2 - t1) / 1e3, (t2 - t0) / 1e3, rss1 - rss0,
-	       status_field("Threads:"), core_mapped());
+	printf("devices=%d p2p=%d load_us=%.1f first_us=%.1f answers_us=%.1f total_us=%.1f cpu_us=%.0f faults=%ld csw=%ld rss_kib=%ld threads=%ld core=%d\n",
+	       n, set, (t1 - t0) / 1e3, (tf - t1) / 1e3, (t2 - t1) / 1e3, (t2 - t0) / 1e3, c1 - c0,
+	       f1 - f0, s1 - s0, rss1 - rss0, status_field("Threads:"), core_mapped());
 }
 
 /* Spawns argv once; wall ns, and peak RSS (KiB) and CPU ns through *rss
@@ -258,8 +316,8 @@ static void startup(int n, char **argv)
 
 int main(int argc, char **argv)
 {
-	if (argc == 4 && !strcmp(argv[1], "query"))
-		query(atoi(argv[2]), atoi(argv[3]));
+	if ((argc == 4 || argc == 5) && !strcmp(argv[1], "query"))
+		query(atoi(argv[2]), atoi(argv[3]), argc == 4 || strcmp(argv[4], "first"));
 	else if (argc == 4 && !strcmp(argv[1], "reg"))
 		reg(atoi(argv[2]), atoi(argv[3]), "rdmap79s0", "0000:53:00.0", 1);
 	else if (argc == 4 && !strcmp(argv[1], "refused"))

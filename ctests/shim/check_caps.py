@@ -15,6 +15,11 @@ not whitelisted; NVIDIA's flagged-chipset rule), but the out-of-tree EFA
 driver's p2p attribute names the NVIDIA provider, which serves the H100's
 memory by address: true P2P. grace-no-peermem.json, the same host with
 the in-tree driver (no p2p attribute): only the refused dma-buf path: no.
+synthetic-2000 (models.Synthetic): each EFA NIC shares a switch with an
+H100 under nvidia, which allows the peer (no coherent link, no override,
+not a flagged chipset: its rule consults no PCI path); the switch's other
+H100 is under vfio-pci, which refuses a pinned importer. So every one of
+its 258 NICs, more than the library keeps answers for, gets true P2P.
 """
 
 import os

@@ -8,7 +8,13 @@ emulated host's tree):
   boot       the boot-time file (efap2p export --boot, as the unit runs
              it): every answer from its index, no Go core, one thread
   operator   the operator's /etc file with a NIC recorded as blocking
-             peers: used, that NIC loses P2P_DMA, still no Go core
+             peers, exported on another host of the same model: used
+             (its functions checked one by one), that NIC loses P2P_DMA,
+             still no Go core
+  checked    the same file exported on this host: in this boot, on this
+             tree, its functions are not read again -- a device ID changed
+             since (as a hot-plug would) goes unseen -- and its NICs are
+             found by name
   other      the same file, exported on p5.48xlarge, read on another machine
              model: ignored with one line saying why; the answers are that
              machine's
@@ -83,6 +89,18 @@ with tempfile.TemporaryDirectory() as keep:
             errors = [l for l in r.stderr.splitlines() if l.startswith("efap2p: error:")]
             want(len(errors) == 1 and path in errors[0], f"{path}: errors {errors}, want one naming it")
             want(len(bits) == 32 and all(bits.values()), f"{path}: P2P_DMA {bits}, want all 32 (computed)")
+    elif scenario == "checked":
+        gpu = "$SYSFS_PATH/bus/pci/devices/0000:53:00.0/device"
+        r = sim("p5.48xlarge", f'"{efap2p}" export --peer-blocked {BLOCKED} '
+                f'-o "$EFAP2P_TOPOLOGY_ROOT/etc/efap2p/topology.json"; '
+                f'chmod u+w "{gpu}"; echo 0x9999 > "{gpu}"; "{test_host}" list', preload=True)
+        bits, core, threads = answers(r.stdout)
+        errors = [l for l in r.stderr.splitlines() if l.startswith("efap2p: error:")]
+        want(len(bits) == 32 and not bits["rdmap79s0"] and
+             all(v for k, v in bits.items() if k != "rdmap79s0"),
+             f"checked: P2P_DMA {bits}; want all but rdmap79s0 (from the file)")
+        want(not errors, f"checked: errors logged: {errors} (the functions were read again)")
+        want(core is False and threads == 1, f"checked: core mapped {core}, {threads} threads")
     elif scenario == "records":
         mangle = os.path.join(HERE, "mangle_index.py")
         extra = {"EFAP2P_CORE": os.environ["SHIM_CORE"]} if "SHIM_CORE" in os.environ else {}
@@ -100,10 +118,11 @@ with tempfile.TemporaryDirectory() as keep:
         want("efap2p: error" not in r.stderr, "boot file: an error was logged")
     else:
         # the operator's file with a NIC blocked, written in place (export
-        # on p5.48xlarge: for "other", from an emulated p5.48xlarge inside
-        # the other host)
+        # on p5.48xlarge: for "operator" and "other", from an emulated
+        # p5.48xlarge inside the host, another tree: its index is not
+        # taken as checked there, and its functions are read one by one)
         export = (f'"{efap2p}" export --peer-blocked {BLOCKED} -o "$d/topology.json" 2>/dev/null')
-        if scenario == "other":
+        if scenario in ("operator", "other"):
             export = f'"{efap2p}" sim --machine p5.48xlarge -- {export}'
         # same-size: rdmap80s0 blocked by an edit that keeps the size, the
         # modification time set back

@@ -112,7 +112,12 @@ func efap2p_core_init(cfg *C.struct_efap2p_core_config) C.int {
 			logf(C.EFAP2P_LOG_ERROR, "%v; whether the kernel has PCI_P2PDMA is found out as without it", err)
 		}
 		opts.KernelConfig = kc
-		eng = answer.New(p2p.SysfsRoot(), opts, logLevel >= C.EFAP2P_LOG_INFO)
+		// Below info the front logs only refusals, whose reasons the
+		// engine explains on demand, as it does the pairwise queries':
+		// the oracle keeps none (building them cost more than the rule).
+		summaries := logLevel >= C.EFAP2P_LOG_INFO
+		opts.NoReasons = !summaries
+		eng = answer.New(p2p.SysfsRoot(), opts, summaries)
 		if eng.Err() != nil {
 			logf(C.EFAP2P_LOG_ERROR, "%v: no P2P answers in this process", eng.Err())
 		}

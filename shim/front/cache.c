@@ -64,7 +64,7 @@ struct name {
 	 * (EFAP2P_ACCESS_*), 0 until known */
 	_Atomic uint32_t access;
 	/* devices: the PCI function's key once read (key_state: 0 not
-	 * read, 1 read, else the errno + 2) */
+	 * read, -1 being written, 1 read, else the errno + 2) */
 	_Atomic int key_state;
 	uint64_t key;
 };
@@ -98,26 +98,34 @@ static int names_find(struct names *t, const char *s, uint32_t h)
 	return -1;
 }
 
-/* The index of s, added if new; -1 when s is too long or t is full. */
-static int names_index(struct names *t, const char *s)
+/* Under insert_lock: the index of s (of hash h and under NAME_MAX_LEN
+ * bytes), added if new; -1 when t is full. */
+static int names_add_locked(struct names *t, const char *s, uint32_t h)
 {
-	sigset_t old_mask;
-	uint32_t h = hash_str(s);
-	int i = names_find(t, s, h), n;
+	int n = atomic_load_explicit(&t->n, memory_order_relaxed), i = names_find(t, s, h);
 
-	if (i >= 0)
-		return i;
-	if (strlen(s) >= NAME_MAX_LEN)
-		return -1;
-	insert_lock_take(&old_mask);
-	n = atomic_load_explicit(&t->n, memory_order_relaxed);
-	i = names_find(t, s, h);
 	if (i < 0 && n < t->max) {
 		t->v[n].hash = h;
 		strcpy(t->v[n].s, s);
 		atomic_store_explicit(&t->n, n + 1, memory_order_release);
 		i = n;
 	}
+	return i;
+}
+
+/* The index of s, added if new; -1 when s is too long or t is full. */
+static int names_index(struct names *t, const char *s)
+{
+	sigset_t old_mask;
+	uint32_t h = hash_str(s);
+	int i = names_find(t, s, h);
+
+	if (i >= 0)
+		return i;
+	if (strlen(s) >= NAME_MAX_LEN)
+		return -1;
+	insert_lock_take(&old_mask);
+	i = names_add_locked(t, s, h);
 	insert_lock_drop(&old_mask);
 	return i;
 }
@@ -147,109 +155,162 @@ _Atomic uint32_t *efap2p_dev_access(int dev)
 	return &dev_names[dev].access;
 }
 
+/* device's key, by its name in an index of this boot (no sysfs read), else
+ * from its sysfs link. */
+static int find_key(struct ibv_device *device, uint64_t *k)
+{
+	const struct efap2p_index *ix = efap2p_precomp();
+
+	if (ix && efap2p_precomp_this_boot() && !efap2p_index_nic_named(ix, device->name, k))
+		return 0;
+	return efap2p_nic_key(device, k);
+}
+
+/*
+ * The key is published without the insert lock (no signal mask to change,
+ * two system calls a device): the thread that claims the entry (0 to -1)
+ * writes it; one that finds it being written, or loses the claim, answers
+ * from what it read itself, which is the same.
+ */
 int efap2p_dev_key(int dev, struct ibv_device *device, uint64_t *key)
 {
-	sigset_t old_mask;
-	struct name *n = &dev_names[dev];
-	int st = atomic_load_explicit(&n->key_state, memory_order_acquire), rc;
+	struct name *n;
+	int st, rc, unread = 0;
+	uint64_t k = 0;
 
-	if (!st) {
-		const struct efap2p_index *ix = efap2p_precomp();
-		uint64_t k = 0;
-
-		/* a boot-bound index names this boot's devices: no sysfs read */
-		if (!ix || !(ix->flags & EFAP2P_INDEX_BOOT_BOUND) ||
-		    efap2p_index_nic_named(ix, device->name, &k))
-			rc = efap2p_nic_key(device, &k);
-		else
-			rc = 0;
-		insert_lock_take(&old_mask);
-		if (!atomic_load_explicit(&n->key_state, memory_order_relaxed)) {
-			n->key = k;
-			atomic_store_explicit(&n->key_state, rc ? rc + 2 : 1, memory_order_release);
-		}
-		insert_lock_drop(&old_mask);
-		st = atomic_load_explicit(&n->key_state, memory_order_acquire);
+	if (dev < 0)	/* the table is full: found every time */
+		return find_key(device, key);
+	n = &dev_names[dev];
+	st = atomic_load_explicit(&n->key_state, memory_order_acquire);
+	if (st == 1) {
+		*key = n->key;
+		return 0;
 	}
-	if (st != 1)
+	if (st > 1)
 		return st - 2;
-	*key = n->key;
+	rc = find_key(device, &k);
+	if (!st && atomic_compare_exchange_strong_explicit(&n->key_state, &unread, -1, memory_order_acquire,
+							   memory_order_relaxed)) {
+		n->key = k;
+		atomic_store_explicit(&n->key_state, rc ? rc + 2 : 1, memory_order_release);
+	}
+	if (rc)
+		return rc;
+	*key = k;
 	return 0;
 }
 
 /* ---- devices by their struct ibv_device: the warm paths' index ---- */
 
-#define DEV_SLOTS 1024	/* power of two */
-
-struct dev_slot {
-	_Atomic uintptr_t ptr;	/* 0: empty */
-	int dev;
-};
-
-static struct dev_slot dev_slots[DEV_SLOTS];
+/*
+ * Each slot keeps, beside the pointer and the device's entry, the first 16
+ * bytes of its name and its P2P_DMA answer once known, so that the warm
+ * efadv_query_device reads one slot (front.h: efap2p_dev_caps_of) and
+ * nothing else.
+ */
+struct efap2p_dev_slot efap2p_dev_slots[EFAP2P_DEV_SLOTS];
 static int dev_slots_used;
 
-static uint32_t hash_ptr(uintptr_t p)
+/* The name's first 16 bytes, NUL-padded as libibverbs' zeroed device
+ * structs and dev_names hold them. */
+static void name16(const char *name, uint64_t out[2])
 {
-	uint64_t k = (uint64_t)p >> 4;
+	char b[16] = { 0 };
+	size_t n = strnlen(name, sizeof(b));
 
-	k ^= k >> 29;
-	k *= 0xbf58476d1ce4e5b9ull;
-	return (uint32_t)(k >> 32);
+	memcpy(b, name, n);
+	memcpy(out, b, sizeof(b));
 }
 
-/* Is entry dev the device called name? The common short name in one
- * comparison of 16 bytes where both are NUL-padded, as libibverbs'
- * zeroed device structs are. */
+/* Is entry dev the device called name? */
 static int same_name(int dev, const char *name)
 {
-	const char *s = dev_names[dev].s;
-
-	if (!memcmp(s, name, 16))
-		return !s[15] || !strcmp(s, name);
-	return !strcmp(s, name);
+	return !strcmp(dev_names[dev].s, name);
 }
 
 int efap2p_dev_lookup(const struct ibv_device *device)
 {
 	uintptr_t p = (uintptr_t)device;
-	uint32_t i = hash_ptr(p) & (DEV_SLOTS - 1), probes;
+	uint32_t i = efap2p_hash_ptr(p) & (EFAP2P_DEV_SLOTS - 1), probes;
 
-	for (probes = 0; probes < DEV_SLOTS; probes++, i = (i + 1) & (DEV_SLOTS - 1)) {
-		uintptr_t k = atomic_load_explicit(&dev_slots[i].ptr, memory_order_acquire);
+	for (probes = 0; probes < EFAP2P_DEV_SLOTS; probes++, i = (i + 1) & (EFAP2P_DEV_SLOTS - 1)) {
+		uintptr_t k = atomic_load_explicit(&efap2p_dev_slots[i].ptr, memory_order_acquire);
 
 		if (k == p)
-			return same_name(dev_slots[i].dev, device->name) ? dev_slots[i].dev : -1;
+			return same_name(efap2p_dev_slots[i].dev, device->name) ? efap2p_dev_slots[i].dev : -1;
 		if (!k)
 			return -1;
 	}
 	return -1;
 }
 
+int efap2p_dev_caps_slow(const struct ibv_device *device)
+{
+	int dev = efap2p_dev_lookup(device);
+
+	return dev < 0 ? EFAP2P_UNKNOWN : atomic_load_explicit(&dev_names[dev].caps, memory_order_acquire);
+}
+
 int efap2p_dev_of(const struct ibv_device *device)
 {
 	sigset_t old_mask;
 	uintptr_t p = (uintptr_t)device;
-	uint32_t i = hash_ptr(p) & (DEV_SLOTS - 1);
-	int dev = efap2p_dev_index(device->name);
+	uint32_t i = efap2p_hash_ptr(p) & (EFAP2P_DEV_SLOTS - 1), h = hash_str(device->name);
+	int dev = names_find(&devs, device->name, h);
+	struct efap2p_dev_slot *s;
 
-	if (dev < 0 || efap2p_dev_lookup(device) == dev)
+	if (dev >= 0 && efap2p_dev_lookup(device) == dev)
 		return dev;
+	if (dev < 0 && strlen(device->name) >= NAME_MAX_LEN)
+		return -1;
+	/* a new device's name and pointer under one lock (one signal mask
+	 * change) */
 	insert_lock_take(&old_mask);
-	if (dev_slots_used < DEV_SLOTS / 4 * 3) {
-		while (atomic_load_explicit(&dev_slots[i].ptr, memory_order_relaxed) &&
-		       atomic_load_explicit(&dev_slots[i].ptr, memory_order_relaxed) != p)
-			i = (i + 1) & (DEV_SLOTS - 1);
+	if (dev < 0)
+		dev = names_add_locked(&devs, device->name, h);
+	if (dev >= 0 && dev_slots_used < EFAP2P_DEV_SLOTS / 4 * 3) {
+		while (atomic_load_explicit(&efap2p_dev_slots[i].ptr, memory_order_relaxed) &&
+		       atomic_load_explicit(&efap2p_dev_slots[i].ptr, memory_order_relaxed) != p)
+			i = (i + 1) & (EFAP2P_DEV_SLOTS - 1);
 		/* a pointer seen before for another name (a device freed and
 		 * its memory reused) keeps its slot: lookups by name answer */
-		if (!atomic_load_explicit(&dev_slots[i].ptr, memory_order_relaxed)) {
-			dev_slots[i].dev = dev;
-			atomic_store_explicit(&dev_slots[i].ptr, p, memory_order_release);
+		s = &efap2p_dev_slots[i];
+		if (!atomic_load_explicit(&s->ptr, memory_order_relaxed)) {
+			s->dev = dev;
+			name16(device->name, s->name);
+			s->long_name = strlen(device->name) >= sizeof(s->name);
+			atomic_store_explicit(&s->caps,
+					      atomic_load_explicit(&dev_names[dev].caps, memory_order_relaxed),
+					      memory_order_relaxed);
+			atomic_store_explicit(&s->ptr, p, memory_order_release);
 			dev_slots_used++;
 		}
 	}
 	insert_lock_drop(&old_mask);
 	return dev;
+}
+
+int efap2p_dev_set_caps(const struct ibv_device *device, int dev, int caps)
+{
+	uintptr_t p = (uintptr_t)device;
+	uint32_t i = efap2p_hash_ptr(p) & (EFAP2P_DEV_SLOTS - 1), probes;
+	int want = EFAP2P_UNKNOWN;
+
+	atomic_compare_exchange_strong(&dev_names[dev].caps, &want, caps);
+	caps = atomic_load_explicit(&dev_names[dev].caps, memory_order_acquire);
+	/* this pointer's slot gets the answer, for the warm path; another
+	 * pointer of the device gets it on its first call */
+	for (probes = 0; probes < EFAP2P_DEV_SLOTS; probes++, i = (i + 1) & (EFAP2P_DEV_SLOTS - 1)) {
+		uintptr_t k = atomic_load_explicit(&efap2p_dev_slots[i].ptr, memory_order_acquire);
+
+		if (!k)
+			break;
+		if (k == p && efap2p_dev_slots[i].dev == dev) {
+			atomic_store_explicit(&efap2p_dev_slots[i].caps, caps, memory_order_release);
+			break;
+		}
+	}
+	return caps;
 }
 
 int efap2p_exp_index(const char *exp_name)

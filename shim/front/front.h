@@ -7,7 +7,9 @@
 #define EFAP2P_FRONT_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include <infiniband/efadv_p2p.h>
@@ -125,6 +127,77 @@ struct efap2p_pair {
 int efap2p_dev_index(const char *ibdev);
 /* The index of device, without a lock; -1 when not known yet. */
 int efap2p_dev_lookup(const struct ibv_device *device);
+
+/* The device pointers the warm paths know (cache.c), an open-addressed
+ * table: the pointer, its entry, the first 16 bytes of its name (to tell a
+ * pointer freed and reused by another device) and its P2P_DMA answer. */
+#define EFAP2P_DEV_SLOTS 1024	/* power of two */
+struct efap2p_dev_slot {
+	_Atomic uintptr_t ptr;	/* 0: empty */
+	int dev;
+	int long_name;		/* 16 bytes or more: compared whole */
+	uint64_t name[2];
+	_Atomic int caps;	/* EFAP2P_UNKNOWN, _NO or _YES */
+};
+extern struct efap2p_dev_slot efap2p_dev_slots[EFAP2P_DEV_SLOTS];
+
+static inline uint32_t efap2p_hash_ptr(uintptr_t p)
+{
+	uint64_t k = (uint64_t)p >> 4;
+
+	k ^= k >> 29;
+	k *= 0xbf58476d1ce4e5b9ull;
+	return (uint32_t)(k >> 32);
+}
+
+int efap2p_dev_caps_slow(const struct ibv_device *device);
+
+/* device's slot when it holds device under a name of under 16 bytes, else
+ * NULL (then the callers ask the whole table). Probed inline as
+ * efap2p_dev_of places it, so that a device whose pointer's first slot was
+ * taken by another's costs a slot or two more, not a call: the table is
+ * never more than 3/4 full, and an empty slot ends the probe. */
+static inline const struct efap2p_dev_slot *efap2p_dev_slot_of(const struct ibv_device *device)
+{
+	uintptr_t p = (uintptr_t)device, k;
+	uint32_t i = efap2p_hash_ptr(p), n;
+	const struct efap2p_dev_slot *s;
+	uint64_t n0, n1;
+
+	for (n = 0;; n++, i++) {
+		s = &efap2p_dev_slots[i & (EFAP2P_DEV_SLOTS - 1)];
+		k = atomic_load_explicit(&s->ptr, memory_order_acquire);
+		if (k == p)
+			break;
+		if (!k || n == EFAP2P_DEV_SLOTS)
+			return NULL;
+	}
+	if (s->long_name)
+		return NULL;
+	memcpy(&n0, device->name, 8);
+	memcpy(&n1, device->name + 8, 8);
+	return n0 == s->name[0] && n1 == s->name[1] ? s : NULL;
+}
+
+/* The cached P2P_DMA answer of device, without a lock (and mostly without
+ * a call): EFAP2P_UNKNOWN when not known yet. The warm efadv_query_device. */
+static inline int efap2p_dev_caps_of(const struct ibv_device *device)
+{
+	const struct efap2p_dev_slot *s = efap2p_dev_slot_of(device);
+
+	return s ? atomic_load_explicit(&s->caps, memory_order_acquire) : efap2p_dev_caps_slow(device);
+}
+
+/* efap2p_dev_lookup, the first slot read inline. */
+static inline int efap2p_dev_find(const struct ibv_device *device)
+{
+	const struct efap2p_dev_slot *s = efap2p_dev_slot_of(device);
+
+	return s ? s->dev : efap2p_dev_lookup(device);
+}
+/* Records the P2P_DMA answer of entry dev (the first one stays) and in
+ * device's slot; returns the answer kept. */
+int efap2p_dev_set_caps(const struct ibv_device *device, int dev, int caps);
 /* The index of device, added if new (inside a guard); -1 when full. */
 int efap2p_dev_of(const struct ibv_device *device);
 _Atomic int *efap2p_dev_caps(int dev);
@@ -155,13 +228,16 @@ struct efap2p_pair *efap2p_pair_get(const struct efap2p_guard *g, struct ibv_dev
 /* The pair's summary and best attr, with their strings. */
 const char *efap2p_pair_summary(const struct efap2p_pair *p);
 void efap2p_pair_best(const struct efap2p_pair *p, struct efadv_p2p_attr *out);
-/* The key of the NIC of device (entry dev), from its sysfs link, cached;
- * 0 or an errno. */
+/* The key of the NIC of device (entry dev, or -1 when the table is full:
+ * then not cached), from its sysfs link, cached; 0 or an errno. */
 int efap2p_dev_key(int dev, struct ibv_device *device, uint64_t *key);
 
 /* precomp.c: the topology file's index, found, checked and read once. */
 const struct efap2p_index *efap2p_precomp(void);	/* NULL: none answers */
 const char *efap2p_precomp_file(void);			/* the file it belongs to */
+/* 1 when the index was written in this boot, or checked in it on this
+ * sysfs tree: its NICs' names are this boot's. */
+int efap2p_precomp_this_boot(void);
 const char *const *efap2p_precomp_core_files(void);	/* what the core reads */
 int efap2p_precomp_strings(void);	/* 0 once the index's strings are read */
 int efap2p_precomp_records(void);	/* 0 once its dma-buf and peer records are */

@@ -204,19 +204,32 @@ size_t efap2p_index_head_len(const uint8_t *first, size_t len, uint64_t file_siz
 	return head < table ? 0 : (size_t)head;
 }
 
+uint64_t efap2p_index_limit(uint64_t n)
+{
+	uint64_t limit = (1u << 20) + n * 64 * (DMABUF_SIZE + 64) + n * n * 256;
+
+	return limit > EFAP2P_INDEX_MIN_LIMIT ? limit : EFAP2P_INDEX_MIN_LIMIT;
+}
+
 int efap2p_index_parse(struct efap2p_index *ix, const uint8_t *head, size_t len)
 {
-	uint32_t n;
+	uint32_t n, version, known;
 
 	memset(ix, 0, sizeof(*ix));
 	if (len < EFAP2P_INDEX_HEADER || memcmp(head, EFAP2P_INDEX_MAGIC, 8) ||
-	    le32(head + 8) != EFAP2P_INDEX_VERSION || le32(head + 12) != EFAP2P_INDEX_HEADER)
+	    le32(head + 12) != EFAP2P_INDEX_HEADER)
 		return EINVAL;
+	version = le32(head + 8);
+	if (version != EFAP2P_INDEX_VERSION && version != EFAP2P_INDEX_VERSION2)
+		return EINVAL;
+	known = version == EFAP2P_INDEX_VERSION2 ? EFAP2P_INDEX_BOOT_BOUND
+						 : EFAP2P_INDEX_BOOT_BOUND | EFAP2P_INDEX_CHECKED;
 	ix->file_size = le64(head + 16);
 	ix->flags = le32(head + 24);
 	n = le32(head + 28);
-	if (ix->file_size > EFAP2P_INDEX_MAX || len > ix->file_size ||
-	    ix->flags & ~EFAP2P_INDEX_BOOT_BOUND || !n || n > EFAP2P_SEC_KINDS)
+	if (ix->file_size > UINT32_MAX || len > ix->file_size || ix->flags & ~known ||
+	    ix->flags == (EFAP2P_INDEX_BOOT_BOUND | EFAP2P_INDEX_CHECKED) || !n ||
+	    n > EFAP2P_SEC_KINDS)
 		return EINVAL;
 	ix->json_size = le64(head + 32);
 	ix->json_mtime_ns = le64(head + 40);
@@ -224,8 +237,10 @@ int efap2p_index_parse(struct efap2p_index *ix, const uint8_t *head, size_t len)
 	ix->json_ctime_ns = le64(head + 56);
 	if (inline_str(ix->kernel, head + 64, sizeof(ix->kernel)) ||
 	    inline_str(ix->boot_id, head + 136, sizeof(ix->boot_id)) ||
-	    !(ix->flags & EFAP2P_INDEX_BOOT_BOUND) != !ix->boot_id[0])
+	    !(ix->flags & (EFAP2P_INDEX_BOOT_BOUND | EFAP2P_INDEX_CHECKED)) != !ix->boot_id[0])
 		return EINVAL;
+	if (version != EFAP2P_INDEX_VERSION2)
+		ix->tree = le64(head + 184);
 	if (parse_sections(ix, head, len, n) || attach_kinds(ix))
 		return EINVAL;
 	return 0;

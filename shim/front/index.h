@@ -18,10 +18,14 @@
 #include <infiniband/efadv_p2p.h>
 
 #define EFAP2P_INDEX_MAGIC "EFAP2PIX"
-#define EFAP2P_INDEX_VERSION 2
+#define EFAP2P_INDEX_VERSION 3
+#define EFAP2P_INDEX_VERSION2 2	/* the previous version, still read */
 #define EFAP2P_INDEX_HEADER 192
-#define EFAP2P_INDEX_MAX (16u << 20)
+/* Every index up to this is read; past it, what one for a machine of this
+ * size can hold (efap2p_index_limit). Offsets are 32 bits. */
+#define EFAP2P_INDEX_MIN_LIMIT (16u << 20)
 #define EFAP2P_INDEX_BOOT_BOUND 1u
+#define EFAP2P_INDEX_CHECKED 2u	/* checked on this machine in boot_id, on tree */
 #define EFAP2P_INDEX_ANY_NIC UINT64_MAX
 #define EFAP2P_INDEX_EXP_LEN 32
 
@@ -44,6 +48,7 @@ struct efap2p_index {
 	uint64_t json_size, json_mtime_ns, json_ino, json_ctime_ns;
 	char kernel[72];
 	char boot_id[48];
+	uint64_t tree;			/* checked: the sysfs tree's identity */
 	/* records, once attached (into the head, or a buffer read later);
 	 * count is 0 until then, so that lookups find nothing */
 	const uint8_t *rec[EFAP2P_SEC_KINDS + 1];
@@ -73,6 +78,10 @@ struct efap2p_index_dmabuf {
 	uint32_t summary;	/* string offset */
 	const uint8_t *attr;	/* the attr record (efap2p_index_attr) */
 };
+
+/* The most a reader reads of an index on a machine of n PCI functions
+ * (answer.IndexLimit's formula). */
+uint64_t efap2p_index_limit(uint64_t n);
 
 /*
  * The length of the head of an index of file_size bytes -- the header, the

@@ -13,13 +13,16 @@
  * now (its inode, size, modification and status-change times), and
  * describes this machine: the kernel release it was decided for,
  * the boot it was written in (a boot-time file), or else each PCI function
- * it covers, present with the same IDs. A file that fails is said once and
+ * it covers, present with the same IDs -- unless export checked them in
+ * this boot, on this sysfs tree (an operator's file's index records both:
+ * answer/index.go), which then answers as fast as a boot-time file. A file that fails is said once and
  * the next is tried; a file whose index is missing or stale goes to the Go
  * core, which reads the JSON (p2p/machine.go applies the same rules, with
  * the same words).
  *
- * Every read is of a regular file, opened without blocking, bounded. The
- * head of the index (its records) is read at once; its strings (reasons,
+ * Every read is of a regular file, opened without blocking, bounded (an
+ * index past 16 MiB by what one for this machine's PCI functions can
+ * hold). The head of the index (its records) is read at once; its strings (reasons,
  * log lines: most of the file) only when one is first needed.
  */
 #define _GNU_SOURCE
@@ -31,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -49,6 +53,9 @@ static struct {
 	struct stat idx_st;		/* the index as first read */
 	const char *core_files[CANDIDATES + 1];
 	char names[CANDIDATES][PATH_MAX];
+	/* the index was written in this boot (a boot-time one) or checked
+	 * in it on this tree: its NICs' names are this boot's */
+	int this_boot;
 } pc;
 
 enum { PC_NONE, PC_READY };
@@ -228,6 +235,47 @@ static int read_boot_id(char *buf, size_t len)
 	return read_attr("/proc/sys/kernel/random/boot_id", buf, len);
 }
 
+/* How many PCI functions the machine has (entries of bus/pci/devices), 0
+ * when it cannot be read. */
+static uint64_t count_functions(void)
+{
+	char dir[PATH_MAX];
+	struct dirent *e;
+	uint64_t n = 0;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s/bus/pci/devices", efap2p_config()->sysfs);
+	d = opendir(dir);
+	if (!d)
+		return 0;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* The sysfs tree's identity as a checked index records it (answer.TreeID):
+ * FNV-1a of the device and inode of its bus/pci/devices; 0 if unknown. */
+static uint64_t tree_id(void)
+{
+	char dir[PATH_MAX];
+	uint8_t b[16];
+	uint64_t h = 14695981039346656037ull, v[2];
+	struct stat st;
+	int i;
+
+	snprintf(dir, sizeof(dir), "%s/bus/pci/devices", efap2p_config()->sysfs);
+	if (stat(dir, &st))
+		return 0;
+	v[0] = (uint64_t)st.st_dev;
+	v[1] = (uint64_t)st.st_ino;
+	for (i = 0; i < 16; i++)
+		b[i] = (uint8_t)(v[i / 8] >> (8 * (i % 8)));
+	for (i = 0; i < 16; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h;
+}
+
 /* Reads and parses the head of the index at path; 0, or why not. */
 static int read_index(const char *path, const struct stat *json, char *why, size_t len)
 {
@@ -248,7 +296,9 @@ static int read_index(const char *path, const struct stat *json, char *why, size
 	}
 	rc = EINVAL;
 	snprintf(why, len, "%s is malformed", path);
-	if (st.st_size < EFAP2P_INDEX_HEADER || st.st_size > EFAP2P_INDEX_MAX)
+	if (st.st_size < EFAP2P_INDEX_HEADER ||
+	    ((uint64_t)st.st_size > EFAP2P_INDEX_MIN_LIMIT &&
+	     (uint64_t)st.st_size > efap2p_index_limit(count_functions())))
 		goto out;
 	first_len = (size_t)st.st_size < sizeof(first) ? (size_t)st.st_size : sizeof(first);
 	if ((rc = pread_full(fd, first, first_len, 0)))
@@ -290,9 +340,14 @@ static int describes_machine(const char *file, char *msg, size_t len)
 	struct utsname u;
 	int rc;
 
+	/* checked on this machine in this boot, on this tree: its functions
+	 * were read then (a device hot-plugged since is not seen) */
+	pc.this_boot = (pc.ix.flags & EFAP2P_INDEX_CHECKED) && pc.ix.tree &&
+		       !read_boot_id(boot, sizeof(boot)) && !strcmp(boot, pc.ix.boot_id) &&
+		       pc.ix.tree == tree_id();
 	/* the functions first, as the Go reader: that another machine wrote
 	 * the file says more than that another kernel did */
-	if (!boot_bound) {
+	if (!boot_bound && !pc.this_boot) {
 		rc = functions_match(&pc.ix, why, sizeof(why));
 		if (rc == ESRCH)
 			snprintf(msg, len, "%s describes another machine: %s", file, why);
@@ -321,6 +376,7 @@ static int describes_machine(const char *file, char *msg, size_t len)
 				 file, pc.ix.boot_id, boot);
 			return ESRCH;
 		}
+		pc.this_boot = 1;
 	}
 	return 0;
 }
@@ -431,6 +487,11 @@ const char *const *efap2p_precomp_core_files(void)
 {
 	ensure_loaded();
 	return pc.core_files;
+}
+
+int efap2p_precomp_this_boot(void)
+{
+	return efap2p_precomp() && pc.this_boot;
 }
 
 const char *efap2p_precomp_file(void)

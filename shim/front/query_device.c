@@ -29,28 +29,28 @@ static int from_index(struct ibv_device *device, int dev)
 	return !!(n.flags & EFAP2P_INDEX_NIC_REACHES);
 }
 
-/* Works the answer out, inside a guard. */
-static int p2p_dma_slow(struct ibv_device *device)
+/* Works the answer out, inside a guard. In EFAP2P_MODE=off (off set) the
+ * answer kept is no, so that later calls pass straight through. A device
+ * past the table's room (more than 256 of them) is answered every time,
+ * never kept. */
+static int p2p_dma_slow(struct ibv_device *device, int off)
 {
 	struct efap2p_core_nic out;
 	struct efap2p_guard g;
-	int dev, caps, want = EFAP2P_UNKNOWN, reaches;
-	_Atomic int *slot;
+	int dev, caps = EFAP2P_UNKNOWN, reaches;
 
 	efap2p_guard_enter(&g);
 	dev = efap2p_dev_of(device);
-	if (dev < 0) {
-		efap2p_guard_leave(&g);
-		return 0;
-	}
-	slot = efap2p_dev_caps(dev);
-	caps = atomic_load_explicit(slot, memory_order_acquire);
+	if (dev >= 0)
+		caps = atomic_load_explicit(efap2p_dev_caps(dev), memory_order_acquire);
 	if (caps != EFAP2P_UNKNOWN) {
+		efap2p_dev_set_caps(device, dev, caps);	/* this pointer's slot too */
 		efap2p_guard_leave(&g);
 		return caps == EFAP2P_YES;
 	}
-	reaches = from_index(device, dev);
-	if (reaches < 0) {
+	if (off) {
+		reaches = 0;
+	} else if ((reaches = from_index(device, dev)) < 0) {
 		switch (efap2p_core_nic(&g, device->name, &out)) {
 		case ECHILD:	/* a forked child: Go is out of reach, nothing cached */
 		case ELIBACC:	/* no core: said once already */
@@ -62,41 +62,44 @@ static int p2p_dma_slow(struct ibv_device *device)
 			efap2p_log(EFAP2P_LOG_INFO, "%s", out.summary);
 	}
 	caps = reaches ? EFAP2P_YES : EFAP2P_NO;
-	atomic_compare_exchange_strong(slot, &want, caps);
+	if (dev >= 0)
+		caps = efap2p_dev_set_caps(device, dev, caps);
 	efap2p_guard_leave(&g);
 	return caps == EFAP2P_YES;
 }
 
 /* Does the NIC of device reach an accelerator? Unknown counts as no. A
  * call from a signal handler that interrupted a slow path of this thread
- * gets only what is cached. */
-static inline int p2p_dma(struct ibv_device *device)
+ * gets only what is cached. The configuration is read before the guard (a
+ * first read inside one is taken for a signal handler's). errno is the
+ * caller's again after it. */
+static int p2p_dma_cold(struct ibv_device *device)
 {
-	int dev = efap2p_dev_lookup(device), caps;
+	int saved = errno, off = efap2p_config()->mode == EFAP2P_MODE_OFF, yes;
 
-	if (dev >= 0) {
-		caps = atomic_load_explicit(efap2p_dev_caps(dev), memory_order_acquire);
-		if (caps != EFAP2P_UNKNOWN)
-			return caps == EFAP2P_YES;
-	}
-	return efap2p_reentered() ? 0 : p2p_dma_slow(device);
+	yes = efap2p_reentered() ? 0 : p2p_dma_slow(device, off);
+	errno = saved;
+	return yes;
 }
 
+/*
+ * The warm path is one lookup of the cached answer by the device's
+ * pointer, beside the real call: no lock, no errno, nothing else called.
+ */
 __attribute__((visibility("default")))
 int efadv_query_device(struct ibv_context *ibvctx, struct efadv_device_attr *attr,
 		       uint32_t inlen)
 {
 	efap2p_query_device_fn real = efap2p_real_query_device();
-	int rc, saved;
+	int rc, caps;
 
 	if (!real)
 		return EOPNOTSUPP;
 	rc = real(ibvctx, attr, inlen);
-	if (rc || inlen < EFAP2P_CAPS_END || efap2p_config()->mode == EFAP2P_MODE_OFF)
+	if (rc || inlen < EFAP2P_CAPS_END)
 		return rc;
-	saved = errno;
-	if (p2p_dma(ibvctx->device))
+	caps = efap2p_dev_caps_of(ibvctx->device);
+	if (caps == EFAP2P_YES || (caps == EFAP2P_UNKNOWN && p2p_dma_cold(ibvctx->device)))
 		attr->device_caps |= EFADV_DEVICE_ATTR_CAPS_P2P_DMA;
-	errno = saved;
 	return rc;
 }

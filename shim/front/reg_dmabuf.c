@@ -65,6 +65,19 @@ static uint32_t supported_access(int dev, struct ibv_context *ctx)
 	return a & ACCESS_NOT_EFA ? 0 : a & ~ACCESS_KNOWN;
 }
 
+/* The page size, asked of libc once. */
+static uint64_t page_size(void)
+{
+	static _Atomic uint64_t page;
+	uint64_t p = atomic_load_explicit(&page, memory_order_relaxed);
+
+	if (!p) {
+		p = (uint64_t)sysconf(_SC_PAGESIZE);
+		atomic_store_explicit(&page, p, memory_order_relaxed);
+	}
+	return p;
+}
+
 /*
  * Would every check the kernel makes before the exporter attaches pass?
  * size is the dma-buf's (fstat), 0 if unknown: then it cannot be told.
@@ -72,7 +85,7 @@ static uint32_t supported_access(int dev, struct ibv_context *ctx)
 static int checks_pass(int dev, struct ibv_context *ctx, uint64_t offset, size_t length,
 		       uint64_t iova, int access, uint64_t size)
 {
-	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), end;
+	uint64_t page = page_size(), end;
 	uint32_t acc = (uint32_t)access, supp;
 
 	if ((offset & (page - 1)) != (iova & (page - 1)))
@@ -124,7 +137,7 @@ static int nic_of(struct ibv_pd *pd)
 		return -1;
 	if (!pd || !pd->context || !pd->context->device)
 		return -1;
-	dev = efap2p_dev_lookup(pd->context->device);
+	dev = efap2p_dev_find(pd->context->device);
 	if (dev >= 0)
 		return dev;
 	efap2p_guard_enter(&g);

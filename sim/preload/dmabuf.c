@@ -132,10 +132,8 @@ struct efasim_dmabuf *efasim_dmabuf_of(struct efasim_file *f)
 	return f->ops == &dmabuf_ops ? (struct efasim_dmabuf *)f : NULL;
 }
 
-static bool dmabuf_fstat(struct efasim_file *f, int fd, struct stat *st)
+static bool dmabuf_fstat(struct efasim_file *f, struct stat *st)
 {
-	if (syscall(SYS_newfstatat, fd, "", st, AT_EMPTY_PATH))
-		return false;
 	/* alloc_anon_inode: mode 0600 without a file type, size of the buffer */
 	st->st_mode = S_IRUSR | S_IWUSR;
 	st->st_size = (off_t)efasim_dmabuf_of(f)->size;

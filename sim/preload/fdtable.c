@@ -16,9 +16,12 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define FAST_MAX 65536 /* descriptors below this have a lock-free hint */
@@ -152,13 +155,19 @@ void efasim_fd_remove_locked(int fd)
 
 struct efasim_file *efasim_fd_get_locked(int fd)
 {
+	struct stat st;
+
+	return efasim_fd_stat_locked(fd, &st);
+}
+
+struct efasim_file *efasim_fd_stat_locked(int fd, struct stat *st)
+{
 	struct efasim_file *f;
-	dev_t dev;
-	ino_t ino;
 
 	if (fd < 0 || (size_t)fd >= table_cap || !(f = table[fd]))
 		return NULL;
-	if (efasim_fd_identity(fd, &dev, &ino) || dev != f->st_dev || ino != f->st_ino) {
+	if (syscall(SYS_newfstatat, fd, "", st, AT_EMPTY_PATH) < 0 || st->st_dev != f->st_dev ||
+	    st->st_ino != f->st_ino) {
 		efasim_trace("fd %d was closed behind the emulator's back; forgotten", fd);
 		if (efasim_table_owner())
 			efasim_fd_remove_locked(fd);

@@ -235,8 +235,8 @@ struct efasim_file_ops {
 	int (*ioctl)(struct efasim_file *f, unsigned long req, void *arg);
 	/* 0 (the real mmap follows) or a negative errno */
 	int (*mmap)(struct efasim_file *f, size_t len, int flags, off_t off);
-	/* true when st was filled */
-	bool (*fstat)(struct efasim_file *f, int fd, struct stat *st);
+	/* true when st was filled; it holds the backing memfd's on entry */
+	bool (*fstat)(struct efasim_file *f, struct stat *st);
 	bool (*fstatfs)(struct efasim_file *f, struct statfs *sf);
 	/* the text of /proc/self/fdinfo/<fd>: its length or a negative errno */
 	int (*fdinfo)(struct efasim_file *f, int fd, char *buf, size_t len);
@@ -268,6 +268,8 @@ bool efasim_table_owner(void);
 /* Sets up f (zeroed by its maker) for the memfd fd: 0 or a negative errno. */
 int efasim_file_init(struct efasim_file *f, const struct efasim_file_ops *ops, int fd);
 struct efasim_file *efasim_fd_get_locked(int fd);
+/* The same, leaving the descriptor's own fstat in st (one system call). */
+struct efasim_file *efasim_fd_stat_locked(int fd, struct stat *st);
 /* A descriptor that refers to f, or -1. */
 int efasim_fd_of_locked(const struct efasim_file *f);
 int efasim_fd_insert_locked(int fd, struct efasim_file *f);

@@ -202,8 +202,10 @@ static bool emu_fstat(int fd, struct stat *st)
 	if (!efasim_maybe_tracked(fd))
 		return false;
 	efasim_lock();
-	f = efasim_fd_get_locked(fd);
-	ok = f && f->ops->fstat && f->ops->fstat(f, fd, st);
+	/* the identity check's own fstat is the one the file's kind edits:
+	 * a dma-buf's fstat is one system call, as the kernel's is */
+	f = efasim_fd_stat_locked(fd, st);
+	ok = f && f->ops->fstat && f->ops->fstat(f, st);
 	efasim_unlock();
 	return ok;
 }

@@ -270,9 +270,8 @@ static int uverbs_mmap(struct efasim_file *f, size_t len, int flags, off_t off)
 	return rc;
 }
 
-static bool uverbs_fstat(struct efasim_file *f, int fd, struct stat *st)
+static bool uverbs_fstat(struct efasim_file *f, struct stat *st)
 {
-	(void)fd;
 	efasim_uverbs_stat(efasim_uverbs_of(f)->dev, st);
 	return true;
 }
