@@ -16,16 +16,17 @@
  *   efadv_query_device finds its answer with one hash of a pointer;
  *
  * Tables are fixed arrays, written once per entry under insert_lock (by
- * callers inside a guard, with the asynchronous signals blocked while it is
- * held) and published with a release store; readers take no lock. When a table is
+ * callers inside a guard) and published with a release store; readers take
+ * no lock. When a table is
  * full, answers are simply not cached. The fd table is direct-mapped and
  * overwrites old entries, under a sequence counter per slot.
  */
 #define _GNU_SOURCE
-#include <pthread.h>
-#include <signal.h>
+#include <linux/futex.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "front.h"
 
@@ -36,21 +37,69 @@
 #define PEER_SLOTS 2048	/* power of two */
 #define FD_SLOTS 256	/* power of two */
 
-static pthread_mutex_t insert_lock = PTHREAD_MUTEX_INITIALIZER;
+/*
+ * insert_lock is a word that names its holder: 0 when free, else the
+ * holding thread's mark, with LOCK_SLEEPERS set while a waiter sleeps on
+ * it. Taking it and saying who holds it are one atomic store, so a fork
+ * from a signal handler can tell whether its own thread holds the lock it
+ * interrupted (the prepare handler must not wait for it) without changing
+ * the signal mask around every insert. A signal handler never takes it:
+ * every entry point answers a call that re-entered a guard without a lock
+ * (efap2p_reentered).
+ */
+#define LOCK_SLEEPERS 0x80000000u
 
-/* insert_lock is held with the asynchronous signals blocked: no handler
- * runs in a thread that holds it, so a fork from a handler (whose prepare
- * handler takes the lock) never waits for its own thread. */
-static void insert_lock_take(sigset_t *old)
+static _Atomic uint32_t insert_lock;
+static _Atomic uint32_t next_mark = 1;
+static __thread uint32_t thread_mark;
+static __thread int fork_kept_lock;	/* this thread's fork found it holding it */
+
+static uint32_t my_mark(void)
 {
-	efap2p_signals_block(old);
-	pthread_mutex_lock(&insert_lock);
+	uint32_t m = thread_mark;
+
+	while (!m)	/* 2^31 threads later the marks wrap; 0 is no one's */
+		m = atomic_fetch_add_explicit(&next_mark, 1, memory_order_relaxed) & ~LOCK_SLEEPERS;
+	thread_mark = m;
+	return m;
 }
 
-static void insert_lock_drop(const sigset_t *old)
+static void lock_sleep(uint32_t seen)
 {
-	pthread_mutex_unlock(&insert_lock);
-	efap2p_signals_restore(old);
+	syscall(SYS_futex, &insert_lock, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+}
+
+static void insert_lock_take(void)
+{
+	uint32_t me = my_mark(), want = me, cur = 0;
+
+	while (!atomic_compare_exchange_weak_explicit(&insert_lock, &cur, want, memory_order_acquire,
+						      memory_order_relaxed)) {
+		if (!cur)
+			continue;
+		if (!(cur & LOCK_SLEEPERS) &&
+		    !atomic_compare_exchange_weak_explicit(&insert_lock, &cur, cur | LOCK_SLEEPERS,
+							   memory_order_relaxed, memory_order_relaxed)) {
+			cur = 0;
+			continue;
+		}
+		lock_sleep(cur | LOCK_SLEEPERS);
+		/* others may sleep too: the one who takes it now wakes the next */
+		want = me | LOCK_SLEEPERS;
+		cur = 0;
+	}
+}
+
+static void insert_lock_drop(void)
+{
+	if (atomic_exchange_explicit(&insert_lock, 0, memory_order_release) & LOCK_SLEEPERS)
+		syscall(SYS_futex, &insert_lock, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+static int insert_lock_mine(void)
+{
+	return thread_mark &&
+	       (atomic_load_explicit(&insert_lock, memory_order_relaxed) & ~LOCK_SLEEPERS) == thread_mark;
 }
 
 /* ---- names: append-only arrays, published by their count ---- */
@@ -116,7 +165,6 @@ static int names_add_locked(struct names *t, const char *s, uint32_t h)
 /* The index of s, added if new; -1 when s is too long or t is full. */
 static int names_index(struct names *t, const char *s)
 {
-	sigset_t old_mask;
 	uint32_t h = hash_str(s);
 	int i = names_find(t, s, h);
 
@@ -124,9 +172,9 @@ static int names_index(struct names *t, const char *s)
 		return i;
 	if (strlen(s) >= NAME_MAX_LEN)
 		return -1;
-	insert_lock_take(&old_mask);
+	insert_lock_take();
 	i = names_add_locked(t, s, h);
-	insert_lock_drop(&old_mask);
+	insert_lock_drop();
 	return i;
 }
 
@@ -253,7 +301,6 @@ int efap2p_dev_caps_slow(const struct ibv_device *device)
 
 int efap2p_dev_of(const struct ibv_device *device)
 {
-	sigset_t old_mask;
 	uintptr_t p = (uintptr_t)device;
 	uint32_t i = efap2p_hash_ptr(p) & (EFAP2P_DEV_SLOTS - 1), h = hash_str(device->name);
 	int dev = names_find(&devs, device->name, h);
@@ -265,7 +312,7 @@ int efap2p_dev_of(const struct ibv_device *device)
 		return -1;
 	/* a new device's name and pointer under one lock (one signal mask
 	 * change) */
-	insert_lock_take(&old_mask);
+	insert_lock_take();
 	if (dev < 0)
 		dev = names_add_locked(&devs, device->name, h);
 	if (dev >= 0 && dev_slots_used < EFAP2P_DEV_SLOTS / 4 * 3) {
@@ -286,7 +333,7 @@ int efap2p_dev_of(const struct ibv_device *device)
 			dev_slots_used++;
 		}
 	}
-	insert_lock_drop(&old_mask);
+	insert_lock_drop();
 	return dev;
 }
 
@@ -383,11 +430,10 @@ struct efap2p_pair *efap2p_pair_find(int dev, int exp)
  * table is full. */
 struct efap2p_pair *efap2p_pair_add(const struct efap2p_pair *p)
 {
-	sigset_t old_mask;
 	uint64_t key = pair_key(p->dev, p->exp);
 	int i;
 
-	insert_lock_take(&old_mask);
+	insert_lock_take();
 	i = slot_find(pair_keys, PAIR_SLOTS - 1, key);
 	if (i < 0) {
 		i = slot_claim(pair_keys, PAIR_SLOTS - 1, &pairs_used, key);
@@ -400,7 +446,7 @@ struct efap2p_pair *efap2p_pair_add(const struct efap2p_pair *p)
 			atomic_store_explicit(&pair_keys[i], key, memory_order_release);
 		}
 	}
-	insert_lock_drop(&old_mask);
+	insert_lock_drop();
 	return i < 0 ? NULL : &pairs[i];
 }
 
@@ -419,17 +465,16 @@ const struct efadv_p2p_attr *efap2p_peer_find(int dev, uint64_t peer)
 
 void efap2p_peer_add(int dev, uint64_t peer, const struct efadv_p2p_attr *attr)
 {
-	sigset_t old_mask;
 	uint64_t key = peer_key(dev, peer);
 	int i;
 
-	insert_lock_take(&old_mask);
+	insert_lock_take();
 	if (slot_find(peer_keys, PEER_SLOTS - 1, key) < 0 &&
 	    (i = slot_claim(peer_keys, PEER_SLOTS - 1, &peers_used, key)) >= 0) {
 		peers[i] = *attr;
 		atomic_store_explicit(&peer_keys[i], key, memory_order_release);
 	}
-	insert_lock_drop(&old_mask);
+	insert_lock_drop();
 }
 
 /* ---- dma-buf descriptors: direct-mapped, a sequence counter a slot ---- */
@@ -469,11 +514,10 @@ int efap2p_fd_find(dev_t st_dev, ino_t st_ino)
 
 void efap2p_fd_add(dev_t st_dev, ino_t st_ino, int exp)
 {
-	sigset_t old_mask;
 	struct fd_slot *s = fd_slot(st_dev, st_ino);
 	uint32_t seq;
 
-	insert_lock_take(&old_mask);
+	insert_lock_take();
 	seq = atomic_load_explicit(&s->seq, memory_order_relaxed);
 	atomic_store_explicit(&s->seq, seq + 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
@@ -481,22 +525,28 @@ void efap2p_fd_add(dev_t st_dev, ino_t st_ino, int exp)
 	atomic_store_explicit(&s->dev, (uint64_t)st_dev, memory_order_relaxed);
 	atomic_store_explicit(&s->ino, (uint64_t)st_ino, memory_order_relaxed);
 	atomic_store_explicit(&s->seq, seq + 2, memory_order_release);
-	insert_lock_drop(&old_mask);
+	insert_lock_drop();
 }
 
 /* ---- fork: the child gets a consistent copy ---- */
 
 void efap2p_cache_atfork_prepare(void)
 {
-	pthread_mutex_lock(&insert_lock);
+	/* a handler's fork that interrupted this thread's insert: the child
+	 * gets the lock held by this thread, which finishes and drops it */
+	fork_kept_lock = insert_lock_mine();
+	if (!fork_kept_lock)
+		insert_lock_take();
 }
 
 void efap2p_cache_atfork_parent(void)
 {
-	pthread_mutex_unlock(&insert_lock);
+	if (!fork_kept_lock)
+		insert_lock_drop();
 }
 
 void efap2p_cache_atfork_child(void)
 {
-	pthread_mutex_unlock(&insert_lock);
+	/* the child's only thread: no one sleeps on the lock there */
+	atomic_store_explicit(&insert_lock, fork_kept_lock ? thread_mark : 0, memory_order_relaxed);
 }
