@@ -16,6 +16,9 @@ their absolute figures.
         client under one `efap2p sim`, FI_EFA_ENABLE_SHM_TRANSFER=0 so that
         the bytes cross the emulated device instead of libfabric's shm) or
         two hosts (two `efap2p sim --fabric DIR`)
+        The "device RDMA" rows set FI_EFA_USE_DEVICE_RDMA=1 (libfabric 1.17
+        does not use the device's RDMA read unless told to; deployments on
+        p4d and p5 set it): a 1 MiB message is then one RDMA read.
   tcp   `-p tcp` on the loopback
   shm   `-p shm`
 
@@ -56,7 +59,7 @@ class Bench:
         self.count = int(os.environ.get("BENCH_COUNT", "5"))
         self.baseline = os.environ.get("EFASIM_BASELINE_LIBRARY", "")
 
-    def pingpong(self, prov, ep, size, iters, hosts="one", lib=None):
+    def pingpong(self, prov, ep, size, iters, hosts="one", lib=None, rdma=False):
         port = free_port()
         args = ["fi_pingpong", "-p", prov, "-e", ep, "-S", str(size), "-I", str(iters)]
         env = dict(os.environ)
@@ -64,6 +67,9 @@ class Bench:
         fab = None
         if lib:
             env["EFASIM_LIBRARY"] = lib
+        env.pop("FI_EFA_USE_DEVICE_RDMA", None)
+        if rdma:
+            env["FI_EFA_USE_DEVICE_RDMA"] = "1"
         if prov != "efa":
             server_cmd, client_cmd = args + ["-B", str(port)], args + ["-P", str(port), "127.0.0.1"]
         elif hosts == "one":
@@ -126,10 +132,12 @@ def main():
 
     mib = [("efa, one host", dict(prov="efa", ep="rdm", size=1 << 20, iters=50)),
            ("efa, two hosts", dict(prov="efa", ep="rdm", size=1 << 20, iters=50, hosts="two")),
+           ("efa, one host, device RDMA", dict(prov="efa", ep="rdm", size=1 << 20, iters=50, rdma=True)),
            ("tcp", dict(prov="tcp", ep="rdm", size=1 << 20, iters=50)),
            ("shm", dict(prov="shm", ep="rdm", size=1 << 20, iters=50))]
     mib += [(l, dict(prov="efa", ep="rdm", size=1 << 20, iters=50, lib=p)) for l, p in before]
     gib = [("efa, one host", dict(prov="efa", ep="rdm", size=1 << 20, iters=512)),
+           ("efa, one host, device RDMA", dict(prov="efa", ep="rdm", size=1 << 20, iters=512, rdma=True)),
            ("tcp", dict(prov="tcp", ep="rdm", size=1 << 20, iters=512)),
            ("shm", dict(prov="shm", ep="rdm", size=1 << 20, iters=512))]
     gib += [(l, dict(prov="efa", ep="rdm", size=1 << 20, iters=512, lib=p)) for l, p in before]

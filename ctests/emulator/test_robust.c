@@ -20,6 +20,9 @@
  *   test_robust gid-zero     a UD address handle without a GID (ibv_ud_pingpong
  *                            without -g): the send completes, nothing arrives,
  *                            and the emulator says why on stderr
+ *   test_robust read-stopped RDMA reads of a process that is stopped (SIGSTOP)
+ *                            complete with its bytes, as the device serves
+ *                            reads without the responder's CPU
  *
  * Runs inside `efap2p sim` on a model with two EFA NICs (p5.48xlarge).
  */
@@ -32,6 +35,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -63,6 +67,8 @@ struct board {
 	atomic_int step;
 	uint32_t qpn[4];
 	union ibv_gid gid[4];
+	uint32_t rkey;
+	uint64_t addr;
 };
 
 static struct board *board;
@@ -409,6 +415,74 @@ static int rkey_high(void)
 	return check_exit("test_robust rkey-high");
 }
 
+/* ------------------------------------------------------------ read-stopped */
+
+/* The responder: its buffer filled and registered, then it stops itself
+ * (its device thread too) until killed. */
+static int stopped_responder(void)
+{
+	struct node n;
+	int i;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL); /* a hung case's stopped child goes with it */
+	if (node_open(&n, 1, 16, true, 4, 4))
+		return 10;
+	for (i = 0; i < BUF; i++)
+		n.buf[i] = (uint8_t)(i * 13 + 5);
+	board->qpn[1] = n.qp->qp_num;
+	board->gid[1] = n.gid;
+	board->rkey = n.mr->rkey;
+	board->addr = (uintptr_t)n.buf;
+	atomic_store(&board->step, 1);
+	raise(SIGSTOP);
+	pause();
+	return 11;
+}
+
+static int read_stopped(void)
+{
+	struct ibv_wc wc;
+	struct ibv_ah *ah;
+	struct node a;
+	pid_t peer;
+	int i, st, bad = 0;
+
+	if (node_open(&a, 0, 16, true, 4, 4))
+		return 10;
+	peer = fork();
+	if (peer == 0)
+		_exit(stopped_responder());
+	CHECK(wait_step(1, 20), "the responder did not come up");
+	CHECK(waitpid(peer, &st, WUNTRACED) == peer && WIFSTOPPED(st), "the responder did not stop");
+	ah = ah_to(&a, &board->gid[1]);
+	CHECK(ah != NULL, "AH: %s", strerror(errno));
+	for (i = 0; ah && !check_failures && i < 4; i++) {
+		/* up to 3 of the fabric's 16 KiB packets */
+		uint32_t off = (uint32_t)i * 4096, len = (uint32_t)i * 16384 + 100, j;
+
+		memset(a.buf, 0, BUF);
+		ibv_wr_start(a.qpx);
+		a.qpx->wr_id = (uint64_t)i;
+		a.qpx->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_rdma_read(a.qpx, board->rkey, board->addr + off);
+		ibv_wr_set_sge(a.qpx, a.mr->lkey, (uintptr_t)a.buf, len);
+		ibv_wr_set_ud_addr(a.qpx, ah, board->qpn[1], QKEY);
+		CHECK_ERR(ibv_wr_complete(a.qpx), 0);
+		CHECK(poll_n(a.cq, &wc, 1, 5) == 1, "read %d of a stopped process: no completion in 5 s",
+		      i);
+		CHECK(wc.status == IBV_WC_SUCCESS, "read %d: status %d", i, wc.status);
+		for (j = 0; j < len; j++)
+			bad += a.buf[j] != (uint8_t)((off + j) * 13 + 5);
+		CHECK(bad == 0, "read %d: %d bytes differ from the responder's", i, bad);
+		CHECK(a.buf[len] == 0, "read %d: a byte past the read was written", i);
+	}
+	kill(peer, SIGKILL);
+	waitpid(peer, &st, 0);
+	if (ah)
+		ibv_destroy_ah(ah);
+	return check_exit("test_robust read-stopped");
+}
+
 /* ------------------------------------------------------------ cq-overrun */
 
 static int cq_overrun(void)
@@ -487,6 +561,7 @@ static const struct {
 } cases[] = {
 	{ "peer-gone", peer_gone }, { "qpn-reuse", qpn_reuse }, { "min-sq", min_sq },
 	{ "rkey-high", rkey_high }, { "cq-overrun", cq_overrun }, { "gid-zero", gid_zero },
+	{ "read-stopped", read_stopped },
 };
 
 int main(int argc, char **argv)
@@ -526,6 +601,7 @@ int main(int argc, char **argv)
 		}
 		return WEXITSTATUS(st);
 	}
-	fprintf(stderr, "usage: test_robust peer-gone|qpn-reuse|min-sq|rkey-high|cq-overrun|gid-zero\n");
+	fprintf(stderr, "usage: test_robust peer-gone|qpn-reuse|min-sq|rkey-high|cq-overrun|gid-zero|"
+			"read-stopped\n");
 	return 2;
 }

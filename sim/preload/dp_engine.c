@@ -559,6 +559,28 @@ static void lost_on_the_wire(const struct dp_qp *qp, const struct dp_op *op, int
 	}
 }
 
+/*
+ * An RDMA read served by the requester alone, as the device serves it
+ * without the responder's CPU: the bytes copied from the responder
+ * process's memory, found in the MRs it published (fabric.h). True when
+ * done; false leaves the read to packets, where the responder answers
+ * (and says what is wrong, if anything is).
+ */
+static bool read_direct(struct dp_qp *qp, struct dp_op *op)
+{
+	struct fab_peer *fp = op->peer->fp;
+	const struct dp_mr *mr = mr_again(qp, op->sge[0].key);
+	uint32_t state = fab_peer_state(fp);
+	struct fab_rmem rm;
+
+	if (!mr || (state != QPS_RTR && state != QPS_RTS && state != QPS_SQD) ||
+	    fab_peer_qkey(fp) != op->qkey ||
+	    fab_peer_mr(fp, op->rkey, 1u << 2 /* REMOTE_READ */, op->raddr, op->total, &rm) ||
+	    dp_mem_read_peer(mr, op->sge[0].addr, rm.pid, rm.addr, op->total))
+		return false;
+	return fab_peer_mr_still(fp, &rm);
+}
+
 /* One step of the op at the head of the TX queue: 1 progress, 0 blocked. */
 static int tx_op(struct dp_qp *qp, struct dp_op *op, uint64_t now)
 {
@@ -591,6 +613,13 @@ static int tx_op(struct dp_qp *qp, struct dp_op *op, uint64_t now)
 	}
 	if (op->kind == OP_SEND && op->total > fab_peer_max_payload(op->peer->fp)) {
 		complete_tx(qp, op, srd ? ST_REM_BAD_LENGTH : ST_OK);
+		return 1;
+	}
+	if (op->kind == OP_READ && read_direct(qp, op)) {
+		if (efasim_trace_level() >= 2)
+			efasim_trace("QP %u <- QP %u: WQE %u read %llu bytes directly", qp->qpn,
+				     op->dest_qpn, op->req_id, (unsigned long long)op->total);
+		complete_tx(qp, op, ST_OK);
 		return 1;
 	}
 	do {
@@ -1131,6 +1160,10 @@ int dp_qp_setup(struct dp_qp *qp)
 	if (rc)
 		return rc;
 	qp->pid = getpid();
+	/* its memory, for peers that read it (the device needs the RDMA_READ
+	 * cap to serve them at all) */
+	if ((qp->dev->device_caps & EFA_CAP_RDMA_READ) && dp_mem_publish(qp->ctx))
+		fab_qp_publish_mrs(qp->inbox, qp->ctx->tag, qp->pd);
 	qp->ops = calloc(qp->sq_cnt, sizeof(*qp->ops));
 	qp->op_free = calloc(qp->sq_cnt, sizeof(*qp->op_free));
 	if (!qp->ops || !qp->op_free) {

@@ -46,6 +46,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -73,6 +74,12 @@ struct fab_qp_hdr {
 	_Atomic uint32_t exhausted; /* a sender found no free port */
 	uint32_t pad;
 	char engine[48];
+	/* what a requester needs to read this QP's memory itself (as the
+	 * device serves RDMA reads without the host's CPU): the MR table's
+	 * context tag and the QP's PD; 0 when reads go through packets */
+	_Atomic uint64_t mr_ctx;
+	_Atomic uint32_t mr_pd;
+	uint32_t pad2;
 };
 
 struct fab_port {
@@ -90,6 +97,38 @@ struct fab_wake {
 	_Atomic uint32_t seq;
 	_Atomic uint32_t sleeping;
 };
+
+/*
+ * The engine file's second part: the memory regions of the process that
+ * peers may read directly (process_vm_readv on the owner), one record per
+ * MR, written by the owner under its lock with a sequence count (odd while
+ * a record changes) that readers check before and after they copy. A
+ * record is found by its key within a window of slots; a full window
+ * leaves the MR unpublished, and reads of it go through packets.
+ */
+#define FAB_MR_MAGIC 0x45464d52u /* "EFMR" */
+#define FAB_MR_SLOTS 8192
+#define FAB_MR_WINDOW 8
+#define FAB_MR_OFF 4096
+
+struct fab_mr_hdr {
+	_Atomic uint32_t magic;
+	uint32_t nslots;
+	int32_t pid;
+	uint32_t pad;
+	/* a word of the owner's memory and its value: a reader that finds
+	 * them at pid in its own view of the pids knows it has the owner */
+	uint64_t token_addr, token;
+};
+
+struct fab_mr_rec {
+	_Atomic uint32_t seq;
+	uint32_t key, pd, access;
+	uint64_t ctx; /* 0: free */
+	uint64_t iova, len, addr;
+};
+
+#define FAB_ENGINE_SIZE (FAB_MR_OFF + 64 + (size_t)FAB_MR_SLOTS * sizeof(struct fab_mr_rec))
 
 struct fab_devfile {
 	uint8_t gid[FAB_GID_LEN];
@@ -113,6 +152,8 @@ struct fab_peer {
 	struct fab_qp_hdr *hdr;
 	struct fab_devfile *dev;
 	struct fab_wake *wake;
+	size_t wake_size;
+	int verified; /* the MR table's owner: 0 unchecked, 1 reachable, -1 not */
 	uint64_t nonce;
 	uint64_t claim; /* our nonce on the claimed port */
 	int port;
@@ -123,6 +164,8 @@ struct fab_peer {
 static struct fab_devfile devfiles[FAB_MAX_DEVS];
 static unsigned int ndevfiles;
 static struct fab_wake *own_wake;
+static struct fab_mr_hdr *own_mrs;
+static volatile uint64_t own_token;
 static char own_engine[48];
 static char fabric_dir[4096];
 static int dir_verdict; /* 0 unchecked, 1 usable, a negative errno refused */
@@ -714,6 +757,7 @@ int fab_peer_open(const uint8_t gid[FAB_GID_LEN], uint32_t qpn, struct fab_peer 
 	if (p->hdr->engine[0] && !strchr(p->hdr->engine, '/')) {
 		snprintf(path, sizeof(path), "%s/%s", fab_dir(), p->hdr->engine);
 		p->wake = map_file(path, sizeof(struct fab_wake), &wsize);
+		p->wake_size = p->wake ? wsize : 0;
 	}
 	*out = p;
 	return 0;
@@ -729,7 +773,7 @@ void fab_peer_close(struct fab_peer *p)
 		atomic_compare_exchange_strong(&port_at(p->base, p->port)->claim, &claim, 0);
 	}
 	if (p->wake)
-		munmap(p->wake, 4096);
+		munmap(p->wake, p->wake_size);
 	munmap(p->base, p->size);
 	free(p);
 }
@@ -824,6 +868,161 @@ void fab_peer_commit(struct fab_peer *p)
 	}
 }
 
+/* ------------------------------------------------------------ memory regions */
+
+static struct fab_mr_rec *mr_slot(struct fab_mr_hdr *t, uint32_t key, int i)
+{
+	return (struct fab_mr_rec *)(t + 1) + ((key + (uint32_t)i) & (t->nslots - 1));
+}
+
+bool fab_mr_table_ready(void)
+{
+	return own_mrs != NULL;
+}
+
+int fab_mr_publish(uint64_t ctx, uint32_t pd, uint32_t key, uint32_t access, uint64_t iova,
+		   uint64_t len, uint64_t addr)
+{
+	int i;
+
+	if (!own_mrs || !ctx)
+		return -ENODEV;
+	for (i = 0; i < FAB_MR_WINDOW; i++) {
+		struct fab_mr_rec *r = mr_slot(own_mrs, key, i);
+		uint32_t seq = atomic_load_explicit(&r->seq, memory_order_relaxed);
+
+		if (r->ctx)
+			continue;
+		atomic_store_explicit(&r->seq, seq + 1, memory_order_relaxed);
+		atomic_thread_fence(memory_order_release);
+		__atomic_store_n(&r->key, key, __ATOMIC_RELAXED);
+		__atomic_store_n(&r->pd, pd, __ATOMIC_RELAXED);
+		__atomic_store_n(&r->access, access, __ATOMIC_RELAXED);
+		__atomic_store_n(&r->iova, iova, __ATOMIC_RELAXED);
+		__atomic_store_n(&r->len, len, __ATOMIC_RELAXED);
+		__atomic_store_n(&r->addr, addr, __ATOMIC_RELAXED);
+		__atomic_store_n(&r->ctx, ctx, __ATOMIC_RELAXED);
+		atomic_store_explicit(&r->seq, seq + 2, memory_order_release);
+		return 0;
+	}
+	return -ENOSPC; /* read through packets */
+}
+
+void fab_mr_unpublish(uint64_t ctx, uint32_t key)
+{
+	int i;
+
+	if (!own_mrs || !ctx)
+		return;
+	for (i = 0; i < FAB_MR_WINDOW; i++) {
+		struct fab_mr_rec *r = mr_slot(own_mrs, key, i);
+		uint32_t seq = atomic_load_explicit(&r->seq, memory_order_relaxed);
+
+		if (r->ctx != ctx || r->key != key)
+			continue;
+		atomic_store_explicit(&r->seq, seq + 1, memory_order_relaxed);
+		atomic_thread_fence(memory_order_release);
+		__atomic_store_n(&r->ctx, 0, __ATOMIC_RELAXED);
+		atomic_store_explicit(&r->seq, seq + 2, memory_order_release);
+		return;
+	}
+}
+
+void fab_qp_publish_mrs(struct fab_qpfile *q, uint64_t ctx, uint32_t pd)
+{
+	atomic_store_explicit(&q->hdr->mr_pd, pd, memory_order_relaxed);
+	atomic_store_explicit(&q->hdr->mr_ctx, ctx, memory_order_release);
+}
+
+uint32_t fab_peer_state(const struct fab_peer *p)
+{
+	return atomic_load_explicit(&p->hdr->state, memory_order_acquire);
+}
+
+uint32_t fab_peer_qkey(const struct fab_peer *p)
+{
+	return atomic_load_explicit(&p->hdr->qkey, memory_order_acquire);
+}
+
+/* The peer's MR table, if the process behind it is the one this process
+ * reaches at that pid (pid namespaces, a reused pid): checked once. */
+static struct fab_mr_hdr *peer_mrs(struct fab_peer *p)
+{
+	struct fab_mr_hdr *t;
+	uint64_t token = 0;
+	struct iovec l = { &token, sizeof(token) }, r;
+
+	if (!p->wake || p->wake_size < FAB_MR_OFF + sizeof(*t) || p->verified < 0)
+		return NULL;
+	t = (struct fab_mr_hdr *)((uint8_t *)p->wake + FAB_MR_OFF);
+	if (atomic_load_explicit(&t->magic, memory_order_acquire) != FAB_MR_MAGIC || !t->nslots ||
+	    (t->nslots & (t->nslots - 1)) ||
+	    p->wake_size < FAB_MR_OFF + sizeof(*t) + (size_t)t->nslots * sizeof(struct fab_mr_rec) ||
+	    t->pid != p->hdr->owner_pid) {
+		p->verified = -1;
+		return NULL;
+	}
+	if (p->verified)
+		return t;
+	r.iov_base = (void *)(uintptr_t)t->token_addr;
+	r.iov_len = sizeof(token);
+	p->verified = syscall(SYS_process_vm_readv, (pid_t)t->pid, &l, 1UL, &r, 1UL, 0UL) ==
+				      (long)sizeof(token) && token == t->token ? 1 : -1;
+	if (p->verified < 0)
+		efasim_trace("QP %u: its process is out of reach; RDMA reads of it go through packets",
+			     p->qpn);
+	return p->verified > 0 ? t : NULL;
+}
+
+int fab_peer_mr(struct fab_peer *p, uint32_t rkey, uint32_t access, uint64_t raddr, uint64_t len,
+		struct fab_rmem *out)
+{
+	uint64_t ctx = atomic_load_explicit(&p->hdr->mr_ctx, memory_order_acquire);
+	uint32_t pd = atomic_load_explicit(&p->hdr->mr_pd, memory_order_relaxed);
+	struct fab_mr_hdr *t;
+	int i;
+
+	if (!ctx || !(t = peer_mrs(p)))
+		return -ENOENT;
+	for (i = 0; i < FAB_MR_WINDOW; i++) {
+		struct fab_mr_rec *r = mr_slot(t, rkey, i), c;
+		uint32_t seq = atomic_load_explicit(&r->seq, memory_order_acquire);
+
+		if (seq & 1)
+			continue;
+		c.ctx = __atomic_load_n(&r->ctx, __ATOMIC_RELAXED);
+		c.key = __atomic_load_n(&r->key, __ATOMIC_RELAXED);
+		c.pd = __atomic_load_n(&r->pd, __ATOMIC_RELAXED);
+		c.access = __atomic_load_n(&r->access, __ATOMIC_RELAXED);
+		c.iova = __atomic_load_n(&r->iova, __ATOMIC_RELAXED);
+		c.len = __atomic_load_n(&r->len, __ATOMIC_RELAXED);
+		c.addr = __atomic_load_n(&r->addr, __ATOMIC_RELAXED);
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&r->seq, memory_order_relaxed) != seq)
+			continue;
+		if (c.ctx != ctx || c.key != rkey)
+			continue;
+		/* the checks the responder makes; anything else is its to say */
+		if (c.pd != pd || (c.access & access) != access || raddr < c.iova ||
+		    raddr + len < raddr || raddr + len > c.iova + c.len)
+			return -EACCES;
+		out->pid = t->pid;
+		out->addr = c.addr + (raddr - c.iova);
+		out->rec = r;
+		out->seq = seq;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+bool fab_peer_mr_still(const struct fab_peer *p, const struct fab_rmem *m)
+{
+	struct fab_mr_rec *r = m->rec;
+
+	atomic_thread_fence(memory_order_acquire);
+	return fab_peer_alive_fast(p) && atomic_load_explicit(&r->seq, memory_order_relaxed) == m->seq;
+}
+
 /* ------------------------------------------------------------ wake-ups */
 
 int fab_engine_init(void)
@@ -841,12 +1040,12 @@ int fab_engine_init(void)
 	fd = sys_open(path, O_RDWR | O_CREAT | O_EXCL);
 	if (fd < 0)
 		return -errno;
-	if (ftruncate(fd, 4096)) {
+	if (ftruncate(fd, (off_t)FAB_ENGINE_SIZE)) {
 		rc = -errno;
 		efasim_sys_close(fd);
 		return rc;
 	}
-	own_wake = sys_mmap_shared(fd, 4096);
+	own_wake = sys_mmap_shared(fd, FAB_ENGINE_SIZE);
 	/* held while we live (the descriptor stays open): a file nobody locks
 	 * is a departed engine's, and `efap2p sim` removes it */
 	lock_at(fd, 0, F_WRLCK, F_SETLK, NULL);
@@ -854,6 +1053,13 @@ int fab_engine_init(void)
 		own_wake = NULL;
 		return -ENOMEM;
 	}
+	own_token = random_u64();
+	own_mrs = (struct fab_mr_hdr *)((uint8_t *)own_wake + FAB_MR_OFF);
+	own_mrs->nslots = FAB_MR_SLOTS;
+	own_mrs->pid = (int32_t)getpid();
+	own_mrs->token_addr = (uint64_t)(uintptr_t)&own_token;
+	own_mrs->token = own_token;
+	atomic_store_explicit(&own_mrs->magic, FAB_MR_MAGIC, memory_order_release);
 	return 0;
 }
 
@@ -909,5 +1115,6 @@ void fab_atfork_child(void)
 		if (devfiles[i].owned)
 			memset(devfiles[i].owned, 0, (size_t)devfiles[i].max_qp + 1);
 	own_wake = NULL;
+	own_mrs = NULL; /* the parent's table: the child publishes in its own */
 	own_engine[0] = '\0';
 }

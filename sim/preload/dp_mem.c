@@ -8,11 +8,14 @@
  *
  * User memory is read and written with process_vm_readv/writev on this
  * process, as DMA would: a buffer unmapped behind the device's back gives
- * an error completion, never a crash.
+ * an error completion, never a crash. An RDMA read copies from the
+ * responder process's memory the same way (the MRs it published, fabric.h),
+ * so that the responder need not run.
  */
 #include "engine.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -25,6 +28,41 @@
 #endif
 
 static atomic_int vm_broken; /* process_vm_* refused (seccomp): copy directly */
+static atomic_int peer_broken; /* reading other processes refused (ptrace rules) */
+static int direct_reads = -1;  /* EFASIM_DIRECT_READ=0: every read takes packets */
+static uint64_t tags;
+
+/* ------------------------------------------------------------ published MRs */
+
+static void mr_publish(const struct dp_ctx *ctx, const struct dp_mr *mr)
+{
+	uint64_t addr = mr->start;
+
+	if (mr->on_dmabuf) {
+		if (!mr->map)
+			return;
+		addr = (uint64_t)(uintptr_t)mr->map + mr->map_skew;
+	}
+	fab_mr_publish(ctx->tag, mr->pd, mr->key, mr->access, mr->iova, mr->length, addr);
+}
+
+bool dp_mem_publish(struct dp_ctx *ctx)
+{
+	unsigned int b;
+	struct dp_mr *mr;
+
+	if (ctx->published == efasim_pid())
+		return true;
+	if (!fab_mr_table_ready())
+		return false;
+	if (!ctx->tag)
+		ctx->tag = ++tags;
+	ctx->published = efasim_pid();
+	for (b = 0; b < DP_MR_BUCKETS; b++)
+		for (mr = ctx->mrs[b]; mr; mr = mr->hnext)
+			mr_publish(ctx, mr);
+	return true;
+}
 
 /* ------------------------------------------------------------ tables */
 
@@ -39,12 +77,17 @@ void dp_mr_add(struct dp_ctx *ctx, struct dp_mr *mr)
 
 	mr->hnext = ctx->mrs[b];
 	ctx->mrs[b] = mr;
+	if (ctx->published == efasim_pid())
+		mr_publish(ctx, mr);
 }
 
 void dp_mr_del(struct dp_ctx *ctx, struct dp_mr *mr)
 {
 	struct dp_mr **p;
 
+	/* first: no peer reads it once the deregistration returns */
+	if (ctx->published == efasim_pid())
+		fab_mr_unpublish(ctx->tag, mr->key);
 	for (p = &ctx->mrs[mr_bucket(mr->key)]; *p; p = &(*p)->hnext) {
 		if (*p == mr) {
 			*p = mr->hnext;
@@ -184,4 +227,41 @@ int dp_mem_read(const struct dp_mr *mr, uint64_t iova, void *dst, size_t len)
 int dp_mem_write(const struct dp_mr *mr, uint64_t iova, const void *src, size_t len)
 {
 	return mr_copy(true, mr, iova, (void *)src, len);
+}
+
+int dp_mem_read_peer(const struct dp_mr *mr, uint64_t iova, pid_t pid, uint64_t addr, size_t len)
+{
+	struct iovec l, r = { (void *)(uintptr_t)addr, len };
+	uint64_t off;
+	ssize_t n;
+
+	if (direct_reads < 0) { /* lock held */
+		const char *v = getenv("EFASIM_DIRECT_READ");
+
+		direct_reads = !(v && !strcmp(v, "0"));
+	}
+	if (!direct_reads || atomic_load_explicit(&peer_broken, memory_order_relaxed) ||
+	    dp_mr_range(mr, iova, len, &off))
+		return -1;
+	if (!len)
+		return 0;
+	if (mr->on_dmabuf) {
+		if (!mr->map)
+			return -1;
+		l.iov_base = (uint8_t *)mr->map + mr->map_skew + off;
+	} else {
+		l.iov_base = (void *)(uintptr_t)(mr->start + off);
+	}
+	l.iov_len = len;
+	n = process_vm_readv(pid, &l, 1, &r, 1, 0);
+	if (n == (ssize_t)len) {
+#ifdef HAVE_VALGRIND
+		if (RUNNING_ON_VALGRIND)
+			VALGRIND_MAKE_MEM_DEFINED(l.iov_base, len);
+#endif
+		return 0;
+	}
+	if (n < 0 && (errno == ENOSYS || errno == EPERM))
+		atomic_store(&peer_broken, 1);
+	return -1;
 }

@@ -147,6 +147,11 @@ struct dp_ctx {
 	 * replaced (poll_cq, req_notify_cq, post_send, post_recv) */
 	uint64_t user_ctx;
 	void *hooked[4];
+	/* the MRs peers may read directly (fabric.h): the context's tag
+	 * there, and the process that published them (a fork child has
+	 * tables of its own) */
+	uint64_t tag;
+	pid_t published;
 };
 
 void dp_mr_add(struct dp_ctx *ctx, struct dp_mr *mr);
@@ -159,6 +164,12 @@ int dp_mr_range(const struct dp_mr *mr, uint64_t iova, size_t len, uint64_t *off
 /* Memory the device reads and writes: 0 or an efa_status. */
 int dp_mem_read(const struct dp_mr *mr, uint64_t iova, void *dst, size_t len);
 int dp_mem_write(const struct dp_mr *mr, uint64_t iova, const void *src, size_t len);
+/* Reads len bytes at addr of process pid into the MR's [iova, iova+len):
+ * 0, or -1 (nothing can be said: read through packets instead). */
+int dp_mem_read_peer(const struct dp_mr *mr, uint64_t iova, pid_t pid, uint64_t addr, size_t len);
+/* Publishes the context's MRs for peers that read them (once per process;
+ * later registrations follow): false when this process has no table. */
+bool dp_mem_publish(struct dp_ctx *ctx);
 
 void dp_ah_add(struct dp_ctx *ctx, struct dp_ah *ah);
 void dp_ah_del(struct dp_ctx *ctx, struct dp_ah *ah);

@@ -77,6 +77,38 @@ uint32_t fab_peer_max_payload(const struct fab_peer *p);
 struct fab_pkt *fab_peer_slot(struct fab_peer *p, const struct fab_qpfile *src, void **payload);
 void fab_peer_commit(struct fab_peer *p);
 
+/*
+ * Memory regions a peer may read without this process running, as the
+ * device serves RDMA reads without the host's CPU: the owner publishes
+ * them (in its engine's file, so not before fab_engine_init) and names,
+ * per QP, the context and PD they are looked up in; a requester finds
+ * one by rkey and copies from the owner's memory itself (process_vm_readv),
+ * then checks that the record did not change meanwhile. What is not found
+ * there is read through packets, where the responder has the last word.
+ */
+struct fab_rmem {
+	pid_t pid;     /* the owner, as this process sees it */
+	uint64_t addr; /* the bytes, in the owner's memory */
+	void *rec;
+	uint32_t seq;
+};
+
+bool fab_mr_table_ready(void);
+/* 0, or -ENOSPC (not published: reads of it take packets) */
+int fab_mr_publish(uint64_t ctx, uint32_t pd, uint32_t key, uint32_t access, uint64_t iova,
+		   uint64_t len, uint64_t addr);
+void fab_mr_unpublish(uint64_t ctx, uint32_t key);
+void fab_qp_publish_mrs(struct fab_qpfile *q, uint64_t ctx, uint32_t pd);
+uint32_t fab_peer_state(const struct fab_peer *p);
+uint32_t fab_peer_qkey(const struct fab_peer *p);
+/* The peer QP's MR of rkey covering [raddr, raddr+len) with access: 0,
+ * -ENOENT (not published, or the owner cannot be reached), -EACCES (the
+ * responder would refuse). */
+int fab_peer_mr(struct fab_peer *p, uint32_t rkey, uint32_t access, uint64_t raddr, uint64_t len,
+		struct fab_rmem *out);
+/* After the copy: the record and the QP are as they were. */
+bool fab_peer_mr_still(const struct fab_peer *p, const struct fab_rmem *m);
+
 /* The engine's wake-up page: other engines wake a sleeping one.
  * fab_engine_prepare says "about to sleep" and returns the wake count;
  * the engine then checks for work and calls fab_engine_wait. */
