@@ -22,6 +22,9 @@ func TestSimRunKilledTakesCommand(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	sim := exec.Command(bin, "sim", "--model", tinyModel(t), "--", "sh", "-c", `echo $$; exec sleep 300`)
+	// the killed host's tree is left behind: in this test's folder, not
+	// where other runs' efap2p sim would find it and say so
+	sim.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
 	out, err := sim.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

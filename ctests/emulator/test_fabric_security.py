@@ -219,8 +219,12 @@ def main():
         open_dir = os.path.join(work, "open")
         os.mkdir(open_dir)
         os.chmod(open_dir, 0o777)
+        # trees of its own: another run's dead host found and cleaned up
+        # would be a second line of stderr
+        trees = os.path.join(work, "trees")
+        os.mkdir(trees)
         s = subprocess.run([efap2p, "sim", "--fabric", open_dir, "--", "true"], capture_output=True,
-                           text=True, timeout=TIMEOUT)
+                           text=True, timeout=TIMEOUT, env=dict(os.environ, TMPDIR=trees))
         if s.returncode == 0 or "refused" not in s.stderr or len(s.stderr.strip().splitlines()) != 1:
             fail(f"efap2p sim --fabric {open_dir}: status {s.returncode}, stderr {s.stderr!r}")
         print(f"  said: {s.stderr.strip()}")
