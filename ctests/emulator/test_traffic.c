@@ -7,6 +7,12 @@
  *                             alternately: each sends M messages to the next
  *                             and receives M from the previous, checking
  *                             every byte and that each message arrives once
+ *   test_traffic ring N M mixed  the same, the odd processes with
+ *                             EFASIM_DIRECT_READ=0: they neither copy a send
+ *                             from its sender's memory nor let theirs be, so
+ *                             every send to them is first refused and then
+ *                             carries its bytes (the way where ptrace rules
+ *                             forbid one process to read another)
  *   test_traffic kill send    a sender streams sends to a receiver that is
  *   test_traffic kill read    killed (SIGKILL) mid-transfer, or streams RDMA
  *                             reads from it: the survivor must get an error
@@ -400,7 +406,7 @@ static int run_kill(bool reads)
 	return rc;
 }
 
-static int run_ring(int np, uint32_t m)
+static int run_ring(int np, uint32_t m, bool mixed)
 {
 	pid_t pids[MAXP];
 	int i, st, failed = 0;
@@ -408,8 +414,11 @@ static int run_ring(int np, uint32_t m)
 
 	for (i = 0; i < np; i++) {
 		pids[i] = fork();
-		if (pids[i] == 0)
+		if (pids[i] == 0) {
+			if (mixed && i % 2)
+				setenv("EFASIM_DIRECT_READ", "0", 1);
 			exit(ring_worker(i, np, m)); /* exit: libnl's destructors run */
+		}
 	}
 	for (i = 0; i < np; i++) {
 		waitpid(pids[i], &st, 0);
@@ -430,11 +439,11 @@ int main(int argc, char **argv)
 		     -1, 0);
 	if (table == MAP_FAILED)
 		return 2;
-	if (argc == 4 && !strcmp(argv[1], "ring") && atoi(argv[2]) > 1 && atoi(argv[2]) <= MAXP &&
-	    atoi(argv[3]) > 0)
-		return run_ring(atoi(argv[2]), (uint32_t)atoi(argv[3]));
+	if ((argc == 4 || (argc == 5 && !strcmp(argv[4], "mixed"))) && !strcmp(argv[1], "ring") &&
+	    atoi(argv[2]) > 1 && atoi(argv[2]) <= MAXP && atoi(argv[3]) > 0)
+		return run_ring(atoi(argv[2]), (uint32_t)atoi(argv[3]), argc == 5);
 	if (argc == 3 && !strcmp(argv[1], "kill") && (!strcmp(argv[2], "send") || !strcmp(argv[2], "read")))
 		return run_kill(!strcmp(argv[2], "read"));
-	fprintf(stderr, "usage: test_traffic ring N M | kill send|read\n");
+	fprintf(stderr, "usage: test_traffic ring N M [mixed] | kill send|read\n");
 	return 2;
 }

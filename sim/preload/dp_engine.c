@@ -48,6 +48,11 @@
  * default) gives a receiver 7 ms to post buffers before the error. */
 #define RNR_MIN_NS 1000000ull
 #define RNR_MAX_NS 8000000ull
+/* NACKs of a pulled send (fabric.h), never completion statuses: the
+ * receiver cannot read the sender's process (ptrace rules, EFASIM_DIRECT_READ
+ * =0), or could not copy these bytes. Either way the sender sends them. */
+#define NACK_NO_PULL 0x100
+#define NACK_PULL_FAILED 0x101
 
 enum op_kind { OP_SEND, OP_READ, OP_WRITE };
 enum op_stage { OPS_FREE, OPS_TX, OPS_WAIT, OPS_RETRY };
@@ -60,6 +65,7 @@ struct dp_sge {
 
 struct dp_op {
 	uint8_t stage, kind, comp_req, has_imm, nsge, sent_all;
+	uint8_t copy; /* send the bytes, not where they are (a pull failed) */
 	uint16_t req_id;
 	uint32_t idx, seq;
 	uint32_t dest_qpn, qkey, imm;
@@ -82,6 +88,7 @@ struct dp_peerent {
 	struct fab_peer *fp;
 	uint64_t nonce;
 	int alive;
+	bool no_pull; /* it cannot read our memory: sends carry their bytes */
 	uint64_t checked_ns;
 	struct dp_peerent *hnext;
 };
@@ -388,6 +395,7 @@ static int wqe_parse(struct dp_qp *qp, struct dp_op *op, const struct efa_tx_wqe
 	op->total = op->done = 0;
 	op->nsge = 0;
 	op->sent_all = 0;
+	op->copy = 0;
 	op->rnr_tries = 0;
 	op->kind = kind == EFA_OP_RDMA_READ ? OP_READ : kind == EFA_OP_RDMA_WRITE ? OP_WRITE : OP_SEND;
 	if (!(w->ctrl1 & EFA_META_DESC) || (w->ctrl1 & EFA_META_EXT) ||
@@ -526,6 +534,34 @@ static int gather(struct dp_qp *qp, struct dp_op *op, uint8_t *dst, uint64_t off
 	return ST_OK;
 }
 
+/* Whether the send's receiver is to copy its bytes from our memory: an SRD
+ * send (acknowledged, so its buffers stay ours until the receiver took
+ * them) of buffers, not inline, to a peer that can read us. */
+static bool pull_ok(const struct dp_qp *qp, const struct dp_op *op)
+{
+	return qp->type != QPT_UD && op->kind == OP_SEND && !op->inline_len && op->nsge &&
+	       !op->copy && !op->peer->no_pull && fab_mr_table_ready() && dp_mem_direct();
+}
+
+/* Names the send's bytes (where they are in this process) in the slot's
+ * payload: ST_OK or an error. */
+static int pull_segs(struct dp_qp *qp, struct dp_op *op, struct fab_pkt *p, void *pl)
+{
+	struct fab_seg *seg = pl;
+	int i;
+
+	for (i = 0; i < op->nsge; i++) {
+		const struct dp_mr *mr = mr_again(qp, op->sge[i].key);
+
+		if (!mr || dp_mr_where(mr, op->sge[i].addr, op->sge[i].len, &seg[i].addr))
+			return ST_INVALID_LKEY;
+		seg[i].len = op->sge[i].len;
+	}
+	p->nseg = op->nsge;
+	p->flags |= PKT_F_PULL;
+	return ST_OK;
+}
+
 /*
  * A UD send to an address no device has, or to a QPN that is not there,
  * completes and is lost, as on the device; the program then waits for
@@ -633,7 +669,7 @@ static int tx_op(struct dp_qp *qp, struct dp_op *op, uint64_t now)
 		switch (op->kind) {
 		case OP_SEND:
 			pkt_fill(qp, p, PKT_SEND, op->dest_qpn);
-			st = gather(qp, op, pl, 0, op->total);
+			st = pull_ok(qp, op) ? pull_segs(qp, op, p, pl) : gather(qp, op, pl, 0, op->total);
 			p->len = (uint32_t)op->total;
 			op->sent_all = 1;
 			break;
@@ -912,14 +948,91 @@ static bool rx_admit(struct dp_qp *qp, const struct fab_pkt *p)
 	return true;
 }
 
+/* The receive buffers of the WQE (descs d) as this process's memory, for
+ * len bytes: ST_OK (l, *nl) or the local error scatter() would give. */
+static int rx_iov(struct dp_qp *qp, const struct efa_rx_desc *d, int n, uint64_t len,
+		  struct iovec *l, int *nl)
+{
+	int i;
+
+	*nl = 0;
+	for (i = 0; i < n && len; i++) {
+		struct dp_mr *mr = dp_mr_lookup(qp->ctx, d[i].lkey_ctrl & EFA_LKEY_MASK, qp->pd);
+		uint64_t addr = (uint64_t)d[i].addr_hi << 32 | d[i].addr_lo, where;
+		uint64_t k = d[i].length < len ? d[i].length : len;
+
+		if (!mr || !(mr->access & 1u) || dp_mr_where(mr, addr, d[i].length, &where))
+			return ST_INVALID_LKEY;
+		if (k)
+			l[(*nl)++] = (struct iovec){ (void *)(uintptr_t)where, (size_t)k };
+		len -= k;
+	}
+	return len ? ST_BAD_LENGTH : ST_OK;
+}
+
+/*
+ * A pulled send: its bytes copied from the sender's memory straight into
+ * the receive buffers (one copy, as the device DMAs them), then the
+ * completion and the ACK. When the sender's process cannot be read, the
+ * receive WQE is given back (rq_ci) and the NACK asks for the bytes.
+ */
+static void rx_pull(struct dp_qp *qp, const struct fab_pkt *p, const uint8_t *pl,
+		    const struct efa_rx_desc *d, int n, uint16_t req_id, uint32_t rq_ci)
+{
+	const struct fab_seg *seg = (const void *)pl;
+	uint64_t sum = 0, token_addr, token;
+	struct iovec l[DP_PULL_IOV];
+	struct dp_peerent *pe;
+	int nl, st, rc;
+	uint32_t i;
+	pid_t pid;
+
+	for (i = 0; i < p->nseg && i < FAB_PULL_SEGS; i++)
+		sum += seg[i].len;
+	if (p->nseg > FAB_PULL_SEGS || sum != p->len) { /* not a sender of ours */
+		qp->rq_ci = rq_ci;
+		nack(qp, p, ST_REM_BAD_STATUS);
+		return;
+	}
+	st = rx_iov(qp, d, n, p->len, l, &nl);
+	if (st == ST_OK) {
+		pe = peer_get(qp, p->src_gid, p->src_qpn, &rc);
+		if (pe && pe->nonce != p->src_nonce) { /* an older QP of that number */
+			pe->alive = 0;
+			pe = peer_get(qp, p->src_gid, p->src_qpn, &rc);
+		}
+		if (!pe || pe->nonce != p->src_nonce) { /* the sender is gone */
+			qp->rq_ci = rq_ci;
+			return;
+		}
+		rc = fab_peer_owner(pe->fp, &pid, &token_addr, &token) ? -1 :
+		     dp_mem_pull(pid, token_addr, token, l, nl, seg, (int)p->nseg, p->len);
+		if (rc) {
+			efasim_trace("QP %u: cannot copy a send of QP %u from its process (%s): it is "
+				     "to send the bytes", qp->qpn, p->src_qpn,
+				     rc == -1 ? "out of reach" : "a buffer failed");
+			qp->rq_ci = rq_ci;
+			nack(qp, p, rc == -1 ? NACK_NO_PULL : NACK_PULL_FAILED);
+			return;
+		}
+	}
+	complete_rx(qp, req_id, st, st ? 0 : p->len, p, EFA_OP_SEND);
+	if (st == ST_OK)
+		resp_queue(qp, PKT_ACK, 0, p, NULL);
+	else
+		nack(qp, p, st == ST_BAD_LENGTH ? ST_REM_BAD_LENGTH : ST_REM_BAD_STATUS);
+}
+
 static void rx_send(struct dp_qp *qp, const struct fab_pkt *p, const uint8_t *pl)
 {
 	struct efa_rx_desc d[16];
 	uint16_t req_id = 0;
+	uint32_t rq_ci;
 	int n = 0, rc, st;
 
 	if (!rx_admit(qp, p))
 		return;
+	rq_ci = qp->rq_ci;
 	rc = rq_take(qp, d, &n, &req_id);
 	if (rc == 0) {
 		efasim_trace("QP %u: no receive posted for a send from QP %u: %s", qp->qpn, p->src_qpn,
@@ -930,6 +1043,10 @@ static void rx_send(struct dp_qp *qp, const struct fab_pkt *p, const uint8_t *pl
 	if (rc < 0) {
 		complete_rx(qp, req_id, ST_QP_INTERNAL, 0, p, EFA_OP_SEND);
 		nack(qp, p, ST_REM_BAD_STATUS);
+		return;
+	}
+	if (p->flags & PKT_F_PULL) {
+		rx_pull(qp, p, pl, d, n, req_id, rq_ci);
 		return;
 	}
 	{
@@ -1037,6 +1154,19 @@ static void rx_reply(struct dp_qp *qp, const struct fab_pkt *p, const uint8_t *p
 			complete_tx(qp, op, ST_OK);
 		return;
 	case PKT_NACK:
+		if (p->status == NACK_NO_PULL || p->status == NACK_PULL_FAILED) {
+			if (p->status == NACK_NO_PULL && op->peer && !op->peer->no_pull) {
+				op->peer->no_pull = true;
+				efasim_trace("QP %u: QP %u cannot read this process: sends to it "
+					     "carry their bytes", qp->qpn, p->src_qpn);
+			}
+			op->copy = 1;
+			op->done = 0;
+			op->sent_all = 0;
+			op->when = now;
+			op_move(qp, op, OPS_RETRY);
+			return;
+		}
 		if (p->status == ST_REM_RNR && (qp->rnr_retry >= 7 || op->rnr_tries < qp->rnr_retry)) {
 			uint64_t d = RNR_MIN_NS << (op->rnr_tries < 7 ? op->rnr_tries : 7);
 

@@ -52,7 +52,7 @@
 
 #define FAB_MAGIC_DEV 0x45464456u /* "EFDV" */
 #define FAB_MAGIC_QP 0x45465150u  /* "EFQP" */
-#define FAB_VERSION 1
+#define FAB_VERSION 2 /* 2: pulled sends */
 #define FAB_PORTS 64
 #define FAB_SLOTS 16
 #define FAB_SLOT_MIN 16384
@@ -969,9 +969,22 @@ static struct fab_mr_hdr *peer_mrs(struct fab_peer *p)
 	p->verified = syscall(SYS_process_vm_readv, (pid_t)t->pid, &l, 1UL, &r, 1UL, 0UL) ==
 				      (long)sizeof(token) && token == t->token ? 1 : -1;
 	if (p->verified < 0)
-		efasim_trace("QP %u: its process is out of reach; RDMA reads of it go through packets",
+		efasim_trace("QP %u: its process is out of reach; RDMA reads of it and sends from it "
+			     "go through packets",
 			     p->qpn);
 	return p->verified > 0 ? t : NULL;
+}
+
+int fab_peer_owner(struct fab_peer *p, pid_t *pid, uint64_t *token_addr, uint64_t *token)
+{
+	struct fab_mr_hdr *t = peer_mrs(p);
+
+	if (!t)
+		return -ENOENT;
+	*pid = t->pid;
+	*token_addr = t->token_addr;
+	*token = t->token;
+	return 0;
 }
 
 int fab_peer_mr(struct fab_peer *p, uint32_t rkey, uint32_t access, uint64_t raddr, uint64_t len,

@@ -229,19 +229,79 @@ int dp_mem_write(const struct dp_mr *mr, uint64_t iova, const void *src, size_t 
 	return mr_copy(true, mr, iova, (void *)src, len);
 }
 
+bool dp_mem_direct(void)
+{
+	if (direct_reads < 0) { /* lock held */
+		const char *v = getenv("EFASIM_DIRECT_READ");
+
+		direct_reads = !(v && !strcmp(v, "0"));
+	}
+	return direct_reads && !atomic_load_explicit(&peer_broken, memory_order_relaxed);
+}
+
+int dp_mr_where(const struct dp_mr *mr, uint64_t iova, size_t len, uint64_t *addr)
+{
+	uint64_t off;
+
+	if (dp_mr_range(mr, iova, len, &off))
+		return ST_INVALID_LKEY;
+	if (!mr->on_dmabuf) {
+		*addr = mr->start + off;
+		return 0;
+	}
+	if (!mr->map)
+		return ST_INVALID_LKEY;
+	*addr = (uint64_t)(uintptr_t)((uint8_t *)mr->map + mr->map_skew + off);
+	return 0;
+}
+
+int dp_mem_pull(pid_t pid, uint64_t token_addr, uint64_t token, const struct iovec *local,
+		int nlocal, const struct fab_seg *segs, int nseg, size_t len)
+{
+	struct iovec l[DP_PULL_IOV + 1], r[FAB_PULL_SEGS + 1];
+	uint64_t seen = 0;
+	ssize_t n;
+	int i;
+
+	if (nlocal > DP_PULL_IOV || nseg > FAB_PULL_SEGS || !dp_mem_direct())
+		return -1;
+	for (i = 0; i < nlocal; i++)
+		l[i] = local[i];
+	for (i = 0; i < nseg; i++) {
+		r[i].iov_base = (void *)(uintptr_t)segs[i].addr;
+		r[i].iov_len = segs[i].len;
+	}
+	/* the owner's token last, read in the same call: the pid named the
+	 * sender for the whole copy, not another process that took it since */
+	l[nlocal] = (struct iovec){ &seen, sizeof(seen) };
+	r[nseg] = (struct iovec){ (void *)(uintptr_t)token_addr, sizeof(seen) };
+	n = process_vm_readv(pid, l, (unsigned long)nlocal + 1, r, (unsigned long)nseg + 1, 0);
+	if (n == (ssize_t)(len + sizeof(seen)) && seen == token) {
+#ifdef HAVE_VALGRIND
+		if (RUNNING_ON_VALGRIND)
+			for (i = 0; i < nlocal; i++)
+				VALGRIND_MAKE_MEM_DEFINED(l[i].iov_base, l[i].iov_len);
+#endif
+		return 0;
+	}
+	if (n < 0 && (errno == ENOSYS || errno == EPERM)) {
+		atomic_store(&peer_broken, 1);
+		return -1;
+	}
+	if (n < 0 && errno == ESRCH)
+		return -1;
+	if (n == (ssize_t)(len + sizeof(seen)))
+		return -1; /* another process has that pid now */
+	return -2;
+}
+
 int dp_mem_read_peer(const struct dp_mr *mr, uint64_t iova, pid_t pid, uint64_t addr, size_t len)
 {
 	struct iovec l, r = { (void *)(uintptr_t)addr, len };
 	uint64_t off;
 	ssize_t n;
 
-	if (direct_reads < 0) { /* lock held */
-		const char *v = getenv("EFASIM_DIRECT_READ");
-
-		direct_reads = !(v && !strcmp(v, "0"));
-	}
-	if (!direct_reads || atomic_load_explicit(&peer_broken, memory_order_relaxed) ||
-	    dp_mr_range(mr, iova, len, &off))
+	if (!dp_mem_direct() || dp_mr_range(mr, iova, len, &off))
 		return -1;
 	if (!len)
 		return 0;

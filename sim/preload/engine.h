@@ -20,6 +20,7 @@
 #include "fabric.h"
 
 #include <pthread.h>
+#include <sys/uio.h>
 
 /* The efa driver's device_caps bits (EFA_QUERY_DEVICE_CAPS_*). */
 #define EFA_CAP_RDMA_READ (1u << 0)
@@ -167,6 +168,20 @@ int dp_mem_write(const struct dp_mr *mr, uint64_t iova, const void *src, size_t 
 /* Reads len bytes at addr of process pid into the MR's [iova, iova+len):
  * 0, or -1 (nothing can be said: read through packets instead). */
 int dp_mem_read_peer(const struct dp_mr *mr, uint64_t iova, pid_t pid, uint64_t addr, size_t len);
+/* Whether the device may copy straight between processes (EFASIM_DIRECT_READ
+ * is not 0, and reading another process was not refused). */
+bool dp_mem_direct(void);
+/* Where the MR's [iova, iova+len) is in this process: 0 (*addr) or
+ * ST_INVALID_LKEY. */
+int dp_mr_where(const struct dp_mr *mr, uint64_t iova, size_t len, uint64_t *addr);
+/* A pulled send (fabric.h): copies the len bytes at segs of process pid,
+ * the owner of the word at token_addr that holds token, into local (this
+ * process's receive buffers, len bytes in all). 0; -1 when that process
+ * cannot be read (ptrace rules, gone, another has its pid); -2 when a
+ * buffer could not be read or written. */
+#define DP_PULL_IOV 16
+int dp_mem_pull(pid_t pid, uint64_t token_addr, uint64_t token, const struct iovec *local,
+		int nlocal, const struct fab_seg *segs, int nseg, size_t len);
 /* Publishes the context's MRs for peers that read them (once per process;
  * later registrations follow): false when this process has no table. */
 bool dp_mem_publish(struct dp_ctx *ctx);

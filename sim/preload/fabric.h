@@ -23,6 +23,11 @@ enum fab_pkt_type {
 #define PKT_F_IMM 1u
 #define PKT_F_LAST 2u
 #define PKT_F_SRD 4u
+/* A send whose bytes stay in the sender's memory until the receiver copies
+ * them from there (its payload is nseg struct fab_seg), as the device
+ * fetches a send's bytes from host memory only once it has a receive
+ * buffer for them: one copy, straight into that buffer. */
+#define PKT_F_PULL 8u
 
 /* The header of every packet in a port slot. */
 struct fab_pkt {
@@ -37,8 +42,16 @@ struct fab_pkt {
 	uint64_t total, offset;
 	uint64_t src_nonce;
 	uint8_t src_gid[FAB_GID_LEN];
+	uint32_t nseg; /* PKT_F_PULL: the segments in the payload */
+	uint32_t pad;
 };
 _Static_assert(sizeof(struct fab_pkt) <= FAB_PKT_HDR, "packet header");
+
+/* Where a pulled send's bytes are, in the sender's memory. */
+struct fab_seg {
+	uint64_t addr, len;
+};
+#define FAB_PULL_SEGS 2 /* a send WQE has at most two buffers */
 
 struct fab_qpfile;  /* a mapped QP file (ours: the inbox) */
 struct fab_peer;    /* a remote QP as one local QP sees it */
@@ -106,6 +119,10 @@ uint32_t fab_peer_qkey(const struct fab_peer *p);
  * responder would refuse). */
 int fab_peer_mr(struct fab_peer *p, uint32_t rkey, uint32_t access, uint64_t raddr, uint64_t len,
 		struct fab_rmem *out);
+/* The process behind the peer QP, as this process reaches it: its pid and
+ * a word of its memory (address and value) that tells it from another
+ * process given that pid later. 0, or -ENOENT (it cannot be reached). */
+int fab_peer_owner(struct fab_peer *p, pid_t *pid, uint64_t *token_addr, uint64_t *token);
 /* After the copy: the record and the QP are as they were. */
 bool fab_peer_mr_still(const struct fab_peer *p, const struct fab_rmem *m);
 
