@@ -738,11 +738,26 @@ static int tx_run(struct dp_qp *qp, uint64_t now)
 
 /* ------------------------------------------------------------ replies */
 
+/* The QP that sent p, as qp sees it, or NULL when it is gone. */
+static struct dp_peerent *requester(struct dp_qp *qp, const struct fab_pkt *p)
+{
+	struct dp_peerent *pe;
+	int st;
+
+	pe = peer_get(qp, p->src_gid, p->src_qpn, &st);
+	if (pe && pe->nonce != p->src_nonce) {
+		/* a requester we knew by an older QP of that number: the cached
+		 * file is stale (its owner died), look it up again */
+		pe->alive = 0;
+		pe = peer_get(qp, p->src_gid, p->src_qpn, &st);
+	}
+	return pe && pe->nonce == p->src_nonce ? pe : NULL;
+}
+
 static void resp_queue(struct dp_qp *qp, uint8_t type, uint16_t status, const struct fab_pkt *p,
 		       struct dp_resp *extra)
 {
 	struct dp_resp *r = calloc(1, sizeof(*r));
-	int st;
 
 	if (!r)
 		return;
@@ -752,14 +767,8 @@ static void resp_queue(struct dp_qp *qp, uint8_t type, uint16_t status, const st
 	r->status = status;
 	r->op = p->op;
 	r->dst_qpn = p->src_qpn;
-	r->pe = peer_get(qp, p->src_gid, p->src_qpn, &st);
-	if (r->pe && r->pe->nonce != p->src_nonce) {
-		/* a requester we knew by an older QP of that number: the cached
-		 * file is stale (its owner died), look it up again */
-		r->pe->alive = 0;
-		r->pe = peer_get(qp, p->src_gid, p->src_qpn, &st);
-	}
-	if (!r->pe || r->pe->nonce != p->src_nonce) {
+	r->pe = requester(qp, p);
+	if (!r->pe) {
 		free(r); /* the requester is gone: nobody to answer */
 		return;
 	}
@@ -996,12 +1005,8 @@ static void rx_pull(struct dp_qp *qp, const struct fab_pkt *p, const uint8_t *pl
 	}
 	st = rx_iov(qp, d, n, p->len, l, &nl);
 	if (st == ST_OK) {
-		pe = peer_get(qp, p->src_gid, p->src_qpn, &rc);
-		if (pe && pe->nonce != p->src_nonce) { /* an older QP of that number */
-			pe->alive = 0;
-			pe = peer_get(qp, p->src_gid, p->src_qpn, &rc);
-		}
-		if (!pe || pe->nonce != p->src_nonce) { /* the sender is gone */
+		pe = requester(qp, p);
+		if (!pe) { /* the sender is gone */
 			qp->rq_ci = rq_ci;
 			return;
 		}

@@ -36,13 +36,10 @@ static uint64_t tags;
 
 static void mr_publish(const struct dp_ctx *ctx, const struct dp_mr *mr)
 {
-	uint64_t addr = mr->start;
+	uint64_t addr;
 
-	if (mr->on_dmabuf) {
-		if (!mr->map)
-			return;
-		addr = (uint64_t)(uintptr_t)mr->map + mr->map_skew;
-	}
+	if (dp_mr_where(mr, mr->iova, 0, &addr))
+		return;
 	fab_mr_publish(ctx->tag, mr->pd, mr->key, mr->access, mr->iova, mr->length, addr);
 }
 
@@ -198,20 +195,18 @@ int dp_mr_range(const struct dp_mr *mr, uint64_t iova, size_t len, uint64_t *off
  * MR when out. */
 static int mr_copy(bool out, const struct dp_mr *mr, uint64_t iova, void *local, size_t len)
 {
-	uint64_t off;
+	uint64_t addr;
 	uint8_t *mem;
 	int rc;
 
 	if (!len)
 		return 0;
-	rc = dp_mr_range(mr, iova, len, &off);
+	rc = dp_mr_where(mr, iova, len, &addr);
 	if (rc)
 		return rc;
 	if (!mr->on_dmabuf)
-		return user_copy(out, mr->start + off, local, len);
-	if (!mr->map)
-		return ST_INVALID_LKEY;
-	mem = (uint8_t *)mr->map + mr->map_skew + off;
+		return user_copy(out, addr, local, len);
+	mem = (uint8_t *)(uintptr_t)addr;
 	if (out)
 		memcpy(mem, local, len);
 	else
@@ -314,20 +309,14 @@ int dp_mem_pull(pid_t pid, uint64_t token_addr, uint64_t token, const struct iov
 int dp_mem_read_peer(const struct dp_mr *mr, uint64_t iova, pid_t pid, uint64_t addr, size_t len)
 {
 	struct iovec l, r = { (void *)(uintptr_t)addr, len };
-	uint64_t off;
+	uint64_t where;
 	ssize_t n;
 
-	if (!dp_mem_direct() || dp_mr_range(mr, iova, len, &off))
+	if (!dp_mem_direct() || dp_mr_where(mr, iova, len, &where))
 		return -1;
 	if (!len)
 		return 0;
-	if (mr->on_dmabuf) {
-		if (!mr->map)
-			return -1;
-		l.iov_base = (uint8_t *)mr->map + mr->map_skew + off;
-	} else {
-		l.iov_base = (void *)(uintptr_t)(mr->start + off);
-	}
+	l.iov_base = (void *)(uintptr_t)where;
 	l.iov_len = len;
 	n = process_vm_readv(pid, &l, 1, &r, 1, 0);
 	if (n == (ssize_t)len) {
