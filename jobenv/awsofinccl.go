@@ -4,10 +4,12 @@ package jobenv
 
 import "strings"
 
-// GDRRequired reports whether aws-ofi-nccl refuses to run on EC2 instance
-// type t without GPUDirect RDMA: there, once libfabric says "no P2P", its
-// endpoint setup fails ("GDR disabled on GDR-supported instance type")
-// unless OFI_NCCL_DISABLE_GDR_REQUIRED_CHECK=1. As aws-ofi-nccl decides it
+// GDRRequired reports whether aws-ofi-nccl requires GPUDirect RDMA on EC2
+// instance type t: there, once libfabric says "no P2P", its endpoint setup
+// fails ("GDR disabled on GDR-supported instance type") unless
+// OFI_NCCL_DISABLE_GDR_REQUIRED_CHECK=1, and its RDMA protocol (the
+// default there from p5 on) asks libfabric for FI_HMEM, which libfabric
+// does not offer under FI_HMEM_DISABLE_P2P=1. As aws-ofi-nccl decides it
 // from DMI's product_name (src/platform-aws.cpp, its platform table and
 // PlatformAWS::config_endpoint, at v1.21.1): p4d.24xlarge,
 // p4de.24xlarge, the P series from p5 on (p5.4xlarge aside), g7e.12xlarge

@@ -314,7 +314,7 @@ func (r *Result) decide(report *nodecheck.Report, gpus bool) {
 	}
 	r.Why = "no GPUDirect RDMA for this task (efap2p check: " + finding + "): " + VarDisableP2P + "=1 spares libfabric its CUDA probe; "
 	if r.GDRRequired {
-		r.Why += "aws-ofi-nccl refuses to run on " + r.InstanceType + " without GPUDirect RDMA unless OFI_NCCL_DISABLE_GDR_REQUIRED_CHECK=1"
+		r.Why += "aws-ofi-nccl requires GPUDirect RDMA on " + r.InstanceType + " and will not run there"
 	} else {
 		r.Why += "NCCL runs without GPUDirect RDMA, through host memory"
 	}

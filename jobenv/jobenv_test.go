@@ -163,7 +163,7 @@ func TestRun(t *testing.T) {
 		{name: "every NIC firmware-blocked", h: blocked, answer: AnswerNoP2P, pairs: 256,
 			set: []string{"FI_HMEM_DISABLE_P2P=1", "NCCL_TOPO_FILE=" + nccltopo.BootFile(blocked.bootFile()), "EFAP2P_ENV=FI_HMEM_DISABLE_P2P,NCCL_TOPO_FILE"},
 			why: []string{"no GPUDirect RDMA for this task (efap2p check: p2p-refused: GPU0 0000:53:00.0: P2P DMA is refused with 4 of its 4 switch-local EFA NICs", "(+7 more)",
-				"aws-ofi-nccl refuses to run on p5.48xlarge without GPUDirect RDMA unless OFI_NCCL_DISABLE_GDR_REQUIRED_CHECK=1"}},
+				"aws-ofi-nccl requires GPUDirect RDMA on p5.48xlarge and will not run there"}},
 		{name: "GPU4 with its blocked switch", h: gpu4, gpus: []string{"4"}, nics: []string{"93:00.0", "0000:94:00.0", "rdmap149s0", "0000:96:00.0"},
 			answer: AnswerNoP2P, pairs: 4, set: []string{"FI_HMEM_DISABLE_P2P=1", "NCCL_TOPO_FILE=" + nccltopo.BootFile(gpu4.bootFile()), "EFAP2P_ENV=FI_HMEM_DISABLE_P2P,NCCL_TOPO_FILE"},
 			why: []string{"(efap2p check: p2p-refused: GPU4 0000:97:00.0: P2P DMA is refused with 4 of its 4 switch-local EFA NICs: 0000:93:00.0, 0000:94:00.0, 0000:95:00.0, 0000:96:00.0):"}},

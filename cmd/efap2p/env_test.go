@@ -33,7 +33,7 @@ func TestEnv(t *testing.T) {
 		t.Fatalf("check --json: %v, %d findings", err, len(check.Findings))
 	}
 	why := "efap2p env: no GPUDirect RDMA for this task (efap2p check: p2p-refused: " + check.Findings[0].Message + " (+7 more)): " +
-		"FI_HMEM_DISABLE_P2P=1 spares libfabric its CUDA probe; aws-ofi-nccl refuses to run on p5.48xlarge without GPUDirect RDMA unless OFI_NCCL_DISABLE_GDR_REQUIRED_CHECK=1\n"
+		"FI_HMEM_DISABLE_P2P=1 spares libfabric its CUDA probe; aws-ofi-nccl requires GPUDirect RDMA on p5.48xlarge and will not run there\n"
 
 	for _, tc := range []struct {
 		name       string

@@ -40,7 +40,7 @@ $want"
 }
 nccl="export NCCL_TOPO_FILE=TREE/run/efap2p/nccl-topology.xml"
 refused="print efap2p: no GPUDirect RDMA for this task (efap2p check: p2p-refused:"
-gdr="FI_HMEM_DISABLE_P2P=1 spares libfabric its CUDA probe; aws-ofi-nccl refuses to run on p5.48xlarge without GPUDirect RDMA unless OFI_NCCL_DISABLE_GDR_REQUIRED_CHECK=1"
+gdr="FI_HMEM_DISABLE_P2P=1 spares libfabric its CUDA probe; aws-ofi-nccl requires GPUDirect RDMA on p5.48xlarge and will not run there"
 
 want "$(prolog "")" "$nccl
 export EFAP2P_ENV=NCCL_TOPO_FILE
