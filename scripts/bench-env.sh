@@ -27,8 +27,10 @@ floor=("$efap2p" --version)
 boot=("$efap2p" env --sysfs "$tmp/boot" "$kernel" --format slurm)
 computed=("$efap2p" env --sysfs "$tmp/computed" "$kernel" --format slurm)
 check=("$efap2p" check --sysfs "$tmp/boot" "$kernel" --format line)
-"${boot[@]}" 2>/dev/null | grep -q '^export NCCL_TOPO_FILE=' || { echo "bench-env: efap2p env names no NCCL topology from the boot-time files" >&2; exit 1; }
-"${computed[@]}" 2>&1 | grep -q 'computed from sysfs' || { echo "bench-env: efap2p env without boot-time files does not say it computed" >&2; exit 1; }
+out=$("${boot[@]}" 2>/dev/null)
+grep -q '^export NCCL_TOPO_FILE=' <<<"$out" || { echo "bench-env: efap2p env names no NCCL topology from the boot-time files" >&2; exit 1; }
+out=$("${computed[@]}" 2>&1)
+grep -q 'computed from sysfs' <<<"$out" || { echo "bench-env: efap2p env without boot-time files does not say it computed" >&2; exit 1; }
 
 us() {
 	local t0=$EPOCHREALTIME
