@@ -162,13 +162,14 @@ run: build
 	@./scripts/run-default.sh $(BUILD)
 
 # efap2p check inside the real engines (ctests/fleet/fleet.sh), on emulated
-# hosts: Slurm drains and resumes, Prometheus scrapes, NFD's labels. The
+# hosts: Slurm drains and resumes, Prometheus scrapes, NFD's labels, the
+# Slurm TaskProlog's environment in srun's tasks. The
 # daemons run as root on loopback; the packages are installed first.
 fleet-test: go-build c-build
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(FLEET_PACKAGES)
-	@for s in slurm prometheus nfd; do \
+	@for s in slurm prometheus nfd taskprolog; do \
 		timeout 600 bash ctests/fleet/fleet.sh $(BUILD)/efap2p $$s || { echo "fleet-test: $$s failed"; exit 1; }; done
-	@echo "fleet-test: 3 passed, 0 failed"
+	@echo "fleet-test: 4 passed, 0 failed"
 
 bench: build
 	@./scripts/bench.sh $(BUILD) > $(BUILD)/BENCHMARKS.md.tmp || { rm -f $(BUILD)/BENCHMARKS.md.tmp; exit 1; }
@@ -186,7 +187,7 @@ INSTALLED_LIBS = libefap2p.so.$(VERSION) libefap2p.so.1 libefap2p.so
 # The documents the tool's help and the man pages point to, in DOCDIR
 # (three under other names: the machine-model format, the emulator's and the
 # library's READMEs).
-DOCS = README.md docs/operators.md docs/kernel-releases.md docs/topology-file.md docs/nccl-topology.md
+DOCS = README.md docs/operators.md docs/kernel-releases.md docs/topology-file.md docs/nccl-topology.md docs/consumers.md
 INSTALLED_DOCS = $(notdir $(DOCS)) machine-models.md emulator.md library.md
 install:
 	@for f in libefap2p.so.$(VERSION) libefap2p-core.so libefasim.so efap2p; do \
@@ -210,6 +211,8 @@ install:
 		$(DESTDIR)$(DATADIR)/efap2p/
 	sed -e 's|@bindir@|$(BINDIR)|g' -e 's|@datadir@|$(DATADIR)|g' dist/efap2p-slurm-healthcheck.in > $(DESTDIR)$(DATADIR)/efap2p/slurm-healthcheck
 	chmod 755 $(DESTDIR)$(DATADIR)/efap2p/slurm-healthcheck
+	sed -e 's|@bindir@|$(BINDIR)|g' -e 's|@datadir@|$(DATADIR)|g' dist/efap2p-slurm-taskprolog.in > $(DESTDIR)$(DATADIR)/efap2p/slurm-taskprolog
+	chmod 755 $(DESTDIR)$(DATADIR)/efap2p/slurm-taskprolog
 	install -m 644 $(DOCS) $(DESTDIR)$(DOCDIR)/
 	install -m 644 models/machines/README.md $(DESTDIR)$(DOCDIR)/machine-models.md
 	install -m 644 sim/preload/README.md $(DESTDIR)$(DOCDIR)/emulator.md
@@ -224,7 +227,7 @@ uninstall:
 		$(DESTDIR)$(LIBDIR)/efap2p/libefap2p-core.so $(DESTDIR)$(LIBDIR)/efap2p/libefasim.so \
 		$(DESTDIR)$(BINDIR)/efap2p $(DESTDIR)$(INCLUDEDIR)/infiniband/efadv_p2p.h $(DESTDIR)$(INCLUDEDIR)/efasim.h \
 		$(DESTDIR)$(LIBDIR)/pkgconfig/efap2p.pc $(DESTDIR)$(DATADIR)/efap2p/libefap2p.supp \
-		$(addprefix $(DESTDIR)$(DATADIR)/efap2p/,efap2p.rules.yml efap2p-check.daemonset.yaml slurm-healthcheck) \
+		$(addprefix $(DESTDIR)$(DATADIR)/efap2p/,efap2p.rules.yml efap2p-check.daemonset.yaml slurm-healthcheck slurm-taskprolog) \
 		$(DESTDIR)$(DATADIR)/efap2p/check-report.schema.json $(addprefix $(DESTDIR)$(DOCDIR)/,$(INSTALLED_DOCS)) \
 		$(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(wildcard man/*.1))) \
 		$(addprefix $(DESTDIR)$(MANDIR)/man3/,$(notdir $(wildcard man/*.3))) \

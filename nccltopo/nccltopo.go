@@ -71,6 +71,10 @@ type Options struct {
 	// GeneratedBy names the program in the header comment; "" means
 	// "efap2p's nccltopo package".
 	GeneratedBy string
+	// BootID binds the file to a boot (`efap2p export --boot`): the header
+	// names it first, and ReadBootID reads it back; "" for a file that
+	// outlives boots.
+	BootID string
 }
 
 // ErrUncertain is wrapped when some verdicts between the machine's
@@ -535,6 +539,9 @@ var ncclLevels = map[string]int{"LOC": 0, "PIX": 4, "PXB": 5, "PHB": 8, "SYS": 9
 // the oracle's verdicts.
 func (nt *ncclTopo) header() ([]string, error) {
 	var h []string
+	if nt.opts.BootID != "" {
+		h = append(h, bootLine(nt.opts.BootID), "")
+	}
 	// para wraps a paragraph; indent > 0 makes it a bullet.
 	para := func(indent int, s string) {
 		pad := strings.Repeat(" ", indent)

@@ -183,6 +183,11 @@ doc 'efap2p explain --kernel 6.1.0-28-amd64 53:00.0 4f:00.0' efap2p sim -- efap2
 has 'BUS_ADDR' "efap2p explain --kernel 6.1.0-28-amd64 53:00.0 4f:00.0"
 doc 'efap2p explain --all --json' efap2p sim -- efap2p explain --all --json
 has '"provider":"0000:53:00.0"' "efap2p explain --all --json in the emulated p5.48xlarge"
+doc 'efap2p env' efap2p sim -- sh -c 'efap2p export --boot >/dev/null 2>&1 && efap2p env'
+has '^export NCCL_TOPO_FILE=.*/run/efap2p/nccl-topology.xml$' "efap2p env after export --boot in the emulated p5.48xlarge"
+doc 'efap2p env --format slurm --gpus 4' efap2p sim -- sh -c 'efap2p export --boot >/dev/null 2>&1 && efap2p env --format slurm --gpus 4'
+has '^export EFAP2P_ENV=NCCL_TOPO_FILE$' "efap2p env --format slurm in the emulated p5.48xlarge"
+[ -x /usr/share/efap2p/slurm-taskprolog ] || fail "the Slurm TaskProlog is not installed"
 doc 'efap2p sim --machine intel-acs-switch -- ibv_devinfo'
 has 'rdmap5s0' "ibv_devinfo in the emulated intel-acs-switch"
 doc 'LD_PRELOAD=libefap2p.so.1 efap2p sim -- fi_info -p efa'

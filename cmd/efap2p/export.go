@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/efap2p/efap2p/answer"
+	"github.com/efap2p/efap2p/nccltopo"
 	"github.com/efap2p/efap2p/p2p"
 )
 
@@ -42,7 +43,9 @@ by efap2p-topology.service, 'efap2p export --boot'), else the operator's
 --boot writes the boot-time file (to ` + p2p.BootTopologyFile + ` unless -o
 says otherwise): bound to this boot, and carrying the facts of the
 operator's file (its blocked NICs, its extra accelerators, its pairs) when
-that file describes this machine.
+that file describes this machine; and beside it the NCCL topology of the
+same verdicts, bound to this boot too (` + nccltopo.BootFileName + `), which
+'efap2p env' names in NCCL_TOPO_FILE.
 
 The NCCL topology holds the machine's GPUs (class 03) and the NICs with an
 RDMA device, shaped as NCCL reads sysfs (a PCIe switch is one <pci> node),
@@ -127,6 +130,11 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("%w; run export as root, or pass --force", err)
 		case err != nil:
 			return err
+		}
+		if *boot {
+			if err := writeBootNCCL(o, src, blocked, *force, *out, stderr); err != nil {
+				return err
+			}
 		}
 		if *out != "" {
 			if err := answer.WriteTopology(*out, tf, src, p2p.Options{Warnf: of.warnf(), Kernel: o.Kernel()}); err != nil {

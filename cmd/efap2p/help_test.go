@@ -101,7 +101,7 @@ func synopsisOptions(t *testing.T) map[string][]string {
 // command, and no option the command lacks.
 func TestManSynopsis(t *testing.T) {
 	man := synopsisOptions(t)
-	for _, form := range [][]string{{"topo"}, {"explain"}, {"export"}, {"check"}, {"sim"}, {"sim", "write"}, {"sim", "list"}} {
+	for _, form := range [][]string{{"topo"}, {"explain"}, {"export"}, {"check"}, {"env"}, {"sim"}, {"sim", "write"}, {"sim", "list"}} {
 		name := strings.Join(form, " ")
 		_, out, _ := runTool(append(slices.Clone(form), "--help")...)
 		got, ok := man[name]

@@ -11,6 +11,13 @@
 #   prometheus  node_exporter's textfile collector reads the check's file,
 #               prometheus scrapes it, a PromQL query returns the status
 #   nfd         the feature file in features.d/ carries NFD's labels
+#   taskprolog  slurmd runs the packaged TaskProlog (dist/
+#               efap2p-slurm-taskprolog) before srun's tasks, in an emulated
+#               host: a healthy p5.48xlarge's task gets NCCL_TOPO_FILE and
+#               no FI_HMEM_DISABLE_P2P, one whose NICs are all
+#               firmware-blocked (boot-time file) FI_HMEM_DISABLE_P2P=1 and
+#               the reason in its output; a user's variable is kept, one an
+#               earlier efap2p env set is unset
 # EFAP2P_FLEET_WRONG=MODEL makes the check's status wrong on purpose: every
 # run checks MODEL instead (p5.48xlarge: always healthy; trn2.48xlarge:
 # always degraded, libefa 44 claims none of its NICs): each scenario must
@@ -54,6 +61,112 @@ until_ok() {
 }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# taskprolog: srun's tasks through slurmd and the packaged TaskProlog, in
+# the emulated host $tmp/task-host starts: the scenario file names its
+# model and the NICs export --boot records as firmware-blocked.
+# EFAP2P_FLEET_WRONG replaces the host with that model, nothing blocked.
+taskprolog() {
+	local c
+	for c in slurmctld slurmd munged scontrol srun sinfo; do command -v $c >/dev/null || skip "$c missing (Debian packages slurm-wlm, munge)"; done
+	local node ctld slurmd_port out
+	node=$(hostname -s)
+	export SLURM_CONF=$tmp/slurm.conf
+	dd if=/dev/urandom of="$tmp/munge.key" bs=1024 count=1 status=none
+	mkdir "$tmp/munge" && chown munge:munge "$tmp/munge" "$tmp/munge.key" && chmod 755 "$tmp/munge" && chmod 400 "$tmp/munge.key"
+	runuser -u munge -- munged --foreground --socket="$tmp/munge/socket" --key-file="$tmp/munge.key" \
+		--pid-file="$tmp/munge/pid" --log-file="$tmp/munge/log" --seed-file="$tmp/munge/seed" &
+	pids+=($!)
+	until_ok 10 test -S "$tmp/munge/socket" || fail "munged did not start"
+	ctld=$(free_port) slurmd_port=$(free_port)
+	sed -e "s|@bindir@|$(dirname "$efap2p")|g" -e "s|@datadir@|$src/dist|g" "$src/dist/efap2p-slurm-taskprolog.in" >"$tmp/slurm-taskprolog"
+	chmod 755 "$tmp/slurm-taskprolog"
+	cat >"$tmp/task-host" <<-SH
+	#!/bin/sh
+	. $tmp/scenario
+	if [ -n "\${EFAP2P_FLEET_WRONG:-}" ]; then MODEL=\$EFAP2P_FLEET_WRONG BLOCKED=; fi
+	exec "$efap2p" sim --machine "\$MODEL" -- sh -c '"\$0" export --boot \${1:+--peer-blocked "\$1"} >/dev/null 2>&1 || exit 99; shift; exec "\$@"' "$efap2p" "\$BLOCKED" "\$@"
+	SH
+	chmod 755 "$tmp/task-host"
+	mkdir "$tmp/state" "$tmp/spool"
+	cat >"$SLURM_CONF" <<-CONF
+	ClusterName=efap2pfleet
+	SlurmctldHost=$node(127.0.0.1)
+	SlurmctldPort=$ctld
+	SlurmdPort=$slurmd_port
+	AuthType=auth/munge
+	AuthInfo=socket=$tmp/munge/socket
+	CredType=cred/munge
+	SlurmUser=root
+	SlurmdUser=root
+	StateSaveLocation=$tmp/state
+	SlurmdSpoolDir=$tmp/spool
+	SlurmctldPidFile=$tmp/slurmctld.pid
+	SlurmdPidFile=$tmp/slurmd.pid
+	SlurmctldLogFile=$tmp/slurmctld.log
+	SlurmdLogFile=$tmp/slurmd.log
+	ProctrackType=proctrack/linuxproc
+	TaskPlugin=task/none
+	JobAcctGatherType=jobacct_gather/none
+	AccountingStorageType=accounting_storage/none
+	SelectType=select/linear
+	MpiDefault=none
+	ReturnToService=2
+	TaskProlog=$tmp/slurm-taskprolog
+	NodeName=$node NodeAddr=127.0.0.1 CPUs=1 RealMemory=1 State=UNKNOWN
+	PartitionName=fleet Nodes=$node Default=YES State=UP
+	CONF
+	logs="$tmp/slurmctld.log $tmp/slurmd.log"
+	slurmctld -D -i -f "$SLURM_CONF" >"$tmp/slurmctld.out" 2>&1 &
+	pids+=($!)
+	until_ok 30 scontrol ping >/dev/null 2>&1 || fail "slurmctld did not answer"
+	slurmd -D -N "$node" -f "$SLURM_CONF" >"$tmp/slurmd.out" 2>&1 &
+	pids+=($!)
+	idle() { [ "$(sinfo -h -n "$node" -o '%T' 2>/dev/null)" = idle ]; }
+	until_ok 60 idle || fail "the node is not idle: $(sinfo -h -n "$node" -o '%T %E')"
+	# task [VAR=value...]: the task's environment in the emulated host,
+	# with those variables in srun's (and so the task's), and the number
+	# of GPUs with gdr="1" in the NCCL topology it names, as the task reads it
+	task() {
+		env "$@" "$tmp/task-host" timeout 120 srun -N1 -n1 sh -c 'env; echo "gdr_gpus=$(grep -c "<gpu .*gdr=\"1\"" "$NCCL_TOPO_FILE")"' 2>&1
+	}
+	has() { grep -qx -- "$1" <<<"$out" || fail "$2: the task has no $1; it has: $(grep -E '^(NCCL_TOPO_FILE|FI_HMEM_DISABLE_P2P|EFAP2P_ENV|gdr_gpus)=|^efap2p' <<<"$out" | paste -sd' ' -)"; }
+	hasnt() { ! grep -q -- "^$1" <<<"$out" || fail "$2: the task has $(grep -- "^$1" <<<"$out")"; }
+
+	echo "MODEL=p5.48xlarge BLOCKED=" >"$tmp/scenario"
+	out=$(task)
+	nccl=$(sed -n 's/^NCCL_TOPO_FILE=//p' <<<"$out")
+	[ -n "$nccl" ] && [ "$(basename "$nccl")" = nccl-topology.xml ] || fail "healthy p5.48xlarge: NCCL_TOPO_FILE='$nccl'"
+	hasnt FI_HMEM_DISABLE_P2P= "healthy p5.48xlarge"
+	has EFAP2P_ENV=NCCL_TOPO_FILE "healthy p5.48xlarge"
+	has gdr_gpus=8 "healthy p5.48xlarge's NCCL topology"
+	grep -qx 'SYSFS_PATH=.*' <<<"$out" || fail "the task did not run in the emulated host"
+	echo "taskprolog: healthy p5.48xlarge: NCCL_TOPO_FILE=$(basename "$nccl") (8 GPUs with gdr=\"1\"), no FI_HMEM_DISABLE_P2P"
+
+	# what the user set is kept; what an earlier efap2p env set is decided again
+	out=$(task FI_HMEM_DISABLE_P2P=1)
+	has FI_HMEM_DISABLE_P2P=1 "the user's FI_HMEM_DISABLE_P2P=1"
+	out=$(task FI_HMEM_DISABLE_P2P=1 EFAP2P_ENV=FI_HMEM_DISABLE_P2P,NCCL_TOPO_FILE NCCL_TOPO_FILE=/elsewhere.xml)
+	hasnt FI_HMEM_DISABLE_P2P= "an earlier efap2p env's FI_HMEM_DISABLE_P2P (unset)"
+	grep -qx 'NCCL_TOPO_FILE=/.*/run/efap2p/nccl-topology.xml' <<<"$out" || fail "an earlier efap2p env's NCCL_TOPO_FILE: $(grep NCCL_TOPO_FILE <<<"$out")"
+	echo "taskprolog: the user's FI_HMEM_DISABLE_P2P=1 kept; an earlier efap2p env's unset"
+
+	# every NIC's firmware blocks peers: recorded, and carried into the
+	# boot-time file by export --boot
+	local nics
+	nics=$("$efap2p" sim --machine p5.48xlarge -- sh -c 'for d in "$SYSFS_PATH"/class/infiniband/*; do basename "$(readlink -f "$d/device")"; done' | paste -sd, -)
+	[ "$(tr , '\n' <<<"$nics" | grep -c .)" = 32 ] || fail "p5.48xlarge's EFA NICs: $nics"
+	echo "MODEL=p5.48xlarge BLOCKED=$nics" >"$tmp/scenario"
+	out=$(task)
+	has FI_HMEM_DISABLE_P2P=1 "firmware-blocked p5.48xlarge"
+	has EFAP2P_ENV=FI_HMEM_DISABLE_P2P,NCCL_TOPO_FILE "firmware-blocked p5.48xlarge"
+	has gdr_gpus=0 "firmware-blocked p5.48xlarge's NCCL topology"
+	local why
+	why=$(grep '^efap2p: no GPUDirect RDMA for this task' <<<"$out") || fail "firmware-blocked p5.48xlarge: no print line in the task's output:$(printf '\n%s' "$out" | grep -v '^[A-Z_a-z0-9]*=')"
+	[[ $why == *"(efap2p check: p2p-refused: GPU0 0000:53:00.0: P2P DMA is refused with 4 of its 4 switch-local EFA NICs"*"aws-ofi-nccl requires GPUDirect RDMA on p5.48xlarge and will not run there"* ]] ||
+		fail "firmware-blocked p5.48xlarge: the task's output says: $why"
+	echo "taskprolog: firmware-blocked p5.48xlarge: FI_HMEM_DISABLE_P2P=1, no GPU with gdr=\"1\"; the task's output: ${why:0:120}..."
+}
 
 case $scenario in
 slurm)
@@ -217,6 +330,7 @@ nfd)
 	grep -qx 'feature.node.kubernetes.io/efa.p2p=false' <<<"$out" || fail "trn2.48xlarge (libefa 44 claims no efa3): $out"
 	echo "nfd: p5.48xlarge efa.p2p=true; cpu-node, trn2.48xlarge efa.p2p=false"
 	;;
+taskprolog) taskprolog ;;
 *) fail "unknown scenario $scenario" ;;
 esac
 echo "fleet.$scenario: ok"

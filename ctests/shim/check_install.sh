@@ -50,10 +50,10 @@ for f in bin/efap2p lib/libefap2p.so lib/libefap2p.so.1 "lib/libefap2p.so.$versi
 	lib/efap2p/libefap2p-core.so lib/efap2p/libefasim.so include/infiniband/efadv_p2p.h \
 	lib/pkgconfig/efap2p.pc share/man/man1/efap2p.1 share/man/man3/efadv_p2p_query_peer.3 \
 	share/man/man3/efadv_p2p_query_dmabuf.3 share/man/man3/efadv_query_device_p2p.3 \
-	share/efap2p/libefap2p.supp share/efap2p/slurm-healthcheck share/efap2p/efap2p.rules.yml \
+	share/efap2p/libefap2p.supp share/efap2p/slurm-healthcheck share/efap2p/slurm-taskprolog share/efap2p/efap2p.rules.yml \
 	share/efap2p/efap2p-check.daemonset.yaml share/efap2p/check-report.schema.json include/efasim.h \
 	share/doc/efap2p/operators.md share/doc/efap2p/kernel-releases.md share/doc/efap2p/topology-file.md \
-	share/doc/efap2p/machine-models.md share/doc/efap2p/emulator.md share/doc/efap2p/library.md share/doc/efap2p/README.md \
+	share/doc/efap2p/machine-models.md share/doc/efap2p/emulator.md share/doc/efap2p/library.md share/doc/efap2p/README.md share/doc/efap2p/consumers.md \
 	lib/systemd/system/efap2p-topology.service \
 	lib/udev/rules.d/70-efap2p-topology.rules; do
 	[ -e "$tmp/make/$f" ] || fail "$f not installed"
@@ -64,6 +64,9 @@ unit="$tmp/make/lib/systemd/system/efap2p-topology.service"
 grep -q "^$tmp/make/bin/efap2p check --format line" <(sed 's/^msg=\$(//' "$tmp/make/share/efap2p/slurm-healthcheck") ||
 	fail "the Slurm health check does not run the installed tool"
 [ -x "$tmp/make/share/efap2p/slurm-healthcheck" ] || fail "the Slurm health check is not executable"
+grep -q "$tmp/make/bin/efap2p env --format slurm" "$tmp/make/share/efap2p/slurm-taskprolog" ||
+	fail "the Slurm TaskProlog does not run the installed tool"
+[ -x "$tmp/make/share/efap2p/slurm-taskprolog" ] || fail "the Slurm TaskProlog is not executable"
 grep -qx "ExecStart=$tmp/make/bin/efap2p export --boot" "$unit" ||
 	fail "the unit does not run the installed tool: $(grep ExecStart "$unit")"
 grep -q 'RUN+="/bin/systemctl --no-block try-restart efap2p-topology.service"' \
