@@ -27,7 +27,11 @@
  * plant names we open, so a directory that others than its owner can
  * write, or that is not ours (or root's), is refused, as ssh refuses such
  * a ~/.ssh; every file is created with O_EXCL and opened with O_NOFOLLOW,
- * and a file that is not a regular file of ours is not used.
+ * and a file that is not a regular file of ours is not used. The directory
+ * is opened once and checked through that descriptor (walking up by ".."
+ * from it), and every name is then looked up relative to it: a path that
+ * leads elsewhere later (a symlink on the way, replaced by another user)
+ * changes nothing.
  *
  * The files are opened, locked, mapped and closed with system calls, never
  * through libc's names: those are the library's own interposers, a layer
@@ -169,6 +173,9 @@ static volatile uint64_t own_token;
 static char own_engine[48];
 static char fabric_dir[4096];
 static int dir_verdict; /* 0 unchecked, 1 usable, a negative errno refused */
+static int dir_fd = -1; /* the directory checked (O_PATH) */
+static dev_t dir_dev;
+static ino_t dir_ino;
 
 /* ------------------------------------------------------------ names */
 
@@ -204,7 +211,9 @@ static void gid_hex(const uint8_t gid[FAB_GID_LEN], char out[33])
 	out[32] = '\0';
 }
 
-static int path_of(char *buf, size_t len, const char *kind, const uint8_t gid[FAB_GID_LEN],
+/* A file's name in the fabric directory (never a path: names are looked
+ * up relative to the directory's descriptor). */
+static int name_of(char *buf, size_t len, const char *kind, const uint8_t gid[FAB_GID_LEN],
 		   long qpn)
 {
 	char hex[33];
@@ -212,9 +221,9 @@ static int path_of(char *buf, size_t len, const char *kind, const uint8_t gid[FA
 
 	gid_hex(gid, hex);
 	if (qpn >= 0)
-		n = snprintf(buf, len, "%s/%s-%s-%ld", fab_dir(), kind, hex, qpn);
+		n = snprintf(buf, len, "%s-%s-%ld", kind, hex, qpn);
 	else
-		n = snprintf(buf, len, "%s/%s-%s", fab_dir(), kind, hex);
+		n = snprintf(buf, len, "%s-%s", kind, hex);
 	return (n < 0 || (size_t)n >= len) ? -ENAMETOOLONG : 0;
 }
 
@@ -248,9 +257,19 @@ static uint64_t random_u64(void)
 	return v ? v : 1;
 }
 
-static int sys_open(const char *path, int flags)
+static int fab_dir_ready(void);
+
+/* Opens name in the fabric directory (never through a symlink): an fd, or
+ * -1 with errno. */
+static int sys_open(const char *name, int flags)
 {
-	return (int)syscall(SYS_openat, AT_FDCWD, path, flags | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int rc = fab_dir_ready();
+
+	if (rc) {
+		errno = -rc;
+		return -1;
+	}
+	return (int)syscall(SYS_openat, dir_fd, name, flags | O_NOFOLLOW | O_CLOEXEC, 0600);
 }
 
 /* 0 when fd is a regular file of ours (what we created, or another
@@ -264,7 +283,7 @@ static int own_file(int fd, struct stat *st)
 	return 0;
 }
 
-/* Creates path (O_EXCL), or opens the file another process of ours
+/* Creates name (O_EXCL), or opens the file another process of ours
  * created there: an fd or a negative errno. *created tells which. */
 static int open_shared(const char *path, bool create, bool *created)
 {
@@ -292,77 +311,125 @@ static int open_shared(const char *path, bool create, bool *created)
 	return fd;
 }
 
-/* Why dir may not be used ("" when it may): every directory from it up to
- * / must be root's or ours; none may be writable by others, except the
- * sticky ones above it (/tmp), where others cannot move ours away. */
-static const char *dir_unsafe(const char *dir, char *why, size_t len)
+/* Why the directory open at fd (dir names it) may not be used ("" when it
+ * may): it and every directory above it up to / must be root's or ours;
+ * none may be writable by others, except the sticky ones above it (/tmp),
+ * where others cannot move ours away. Checked through fd, walking up by
+ * "..": what is checked is what is used. The names come from dir's path. */
+static const char *dir_unsafe(int fd, const char *dir, char *why, size_t len)
 {
 	char path[4096];
 	uid_t me = geteuid();
 	bool last = true;
-	struct stat st;
+	struct stat st, up;
 	char *slash;
+	int cur, parent;
 
-	if (!realpath(dir, path)) {
-		snprintf(why, len, "%s", efasim_errname(errno));
+	if (!realpath(dir, path))
+		snprintf(path, sizeof(path), "%s", dir);
+	cur = (int)syscall(SYS_openat, fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
+	if (cur < 0) {
+		snprintf(why, len, "%s: %s", path, efasim_errname(errno));
 		return why;
 	}
 	for (;;) {
-		if (syscall(SYS_newfstatat, AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW)) {
+		if (syscall(SYS_newfstatat, cur, "", &st, AT_EMPTY_PATH)) {
 			snprintf(why, len, "%s: %s", path, efasim_errname(errno));
-			return why;
+			break;
 		}
 		if (!S_ISDIR(st.st_mode)) {
 			snprintf(why, len, "%s is not a directory", path);
-			return why;
+			break;
 		}
 		if (st.st_uid != me && st.st_uid != 0) {
 			snprintf(why, len, "%s belongs to uid %u", path, (unsigned)st.st_uid);
-			return why;
+			break;
 		}
 		if (last && st.st_uid != me) {
 			snprintf(why, len, "%s belongs to uid %u, not to us", path, (unsigned)st.st_uid);
-			return why;
+			break;
 		}
 		if ((st.st_mode & 022) && (last || !(st.st_mode & S_ISVTX))) {
 			snprintf(why, len, "%s is writable by %s (mode %04o)", path,
 				 (st.st_mode & 002) ? "others" : "its group",
 				 (unsigned)(st.st_mode & 07777));
-			return why;
-		}
-		if (!strcmp(path, "/"))
 			break;
+		}
+		parent = (int)syscall(SYS_openat, cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
+		if (parent < 0 || syscall(SYS_newfstatat, parent, "", &up, AT_EMPTY_PATH)) {
+			snprintf(why, len, "%s/..: %s", path, efasim_errname(errno));
+			if (parent >= 0)
+				efasim_sys_close(parent);
+			break;
+		}
+		if (up.st_dev == st.st_dev && up.st_ino == st.st_ino) { /* / */
+			efasim_sys_close(parent);
+			why[0] = '\0';
+			break;
+		}
+		efasim_sys_close(cur);
+		cur = parent;
 		slash = strrchr(path, '/');
 		if (slash == path)
 			slash[1] = '\0';
-		else
+		else if (slash)
 			*slash = '\0';
 		last = false;
 	}
-	why[0] = '\0';
+	efasim_sys_close(cur);
 	return why;
 }
 
-/* The fabric directory, made if missing: 0, or -EACCES said once when
- * another user could write it. */
+/* Whether dir_fd is still the directory that was checked (a program may
+ * close descriptors behind the library's back, and reuse the number). */
+static bool dir_fd_same(void)
+{
+	struct stat st;
+
+	return dir_fd >= 0 && !syscall(SYS_newfstatat, dir_fd, "", &st, AT_EMPTY_PATH) &&
+	       S_ISDIR(st.st_mode) && st.st_dev == dir_dev && st.st_ino == dir_ino;
+}
+
+/* The fabric directory, made if missing, opened and checked: 0, or
+ * -EACCES said once when another user could write it. */
 static int fab_dir_ready(void)
 {
 	char why[4400];
-	int rc;
+	struct stat st;
+	int rc, fd;
 
-	if (dir_verdict)
-		return dir_verdict > 0 ? 0 : dir_verdict;
+	if (dir_verdict < 0)
+		return dir_verdict;
+	if (dir_verdict > 0) {
+		if (dir_fd_same())
+			return 0;
+		/* closed behind our back: the number is not ours any more */
+		dir_fd = -1;
+		dir_verdict = 0;
+	}
 	rc = mkdir_p(fab_dir());
 	if (rc) {
 		efasim_warn("fabric directory %s: %s", fab_dir(), efasim_errname(-rc));
 		return rc;
 	}
-	if (dir_unsafe(fab_dir(), why, sizeof(why))[0]) {
+	fd = (int)syscall(SYS_openat, AT_FDCWD, fab_dir(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
+	if (fd < 0 || syscall(SYS_newfstatat, fd, "", &st, AT_EMPTY_PATH)) {
+		rc = -errno;
+		if (fd >= 0)
+			efasim_sys_close(fd);
+		efasim_warn("fabric directory %s: %s", fab_dir(), efasim_errname(-rc));
+		return rc;
+	}
+	if (dir_unsafe(fd, fab_dir(), why, sizeof(why))[0]) {
 		efasim_warn("fabric directory %s refused: %s (another user could plant files there "
 			    "and inject packets; use a directory only you can write)", fab_dir(), why);
+		efasim_sys_close(fd);
 		dir_verdict = -EACCES;
 		return dir_verdict;
 	}
+	dir_fd = fd;
+	dir_dev = st.st_dev;
+	dir_ino = st.st_ino;
 	dir_verdict = 1;
 	return 0;
 }
@@ -392,7 +459,7 @@ static struct fab_devfile *devfile(const uint8_t gid[FAB_GID_LEN], uint32_t max_
 		if (!memcmp(devfiles[i].gid, gid, FAB_GID_LEN))
 			goto found;
 	if (ndevfiles == FAB_MAX_DEVS || fab_dir_ready() ||
-	    path_of(path, sizeof(path), "dev", gid, -1))
+	    name_of(path, sizeof(path), "dev", gid, -1))
 		return NULL;
 	fd = open_shared(path, create, &created);
 	if (fd < 0)
@@ -524,7 +591,7 @@ int fab_qp_create(const uint8_t gid[FAB_GID_LEN], uint32_t max_qp, uint32_t type
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		goto err_unlock;
-	if (path_of(q->path, sizeof(q->path), "qp", gid, qpn))
+	if (name_of(q->path, sizeof(q->path), "qp", gid, qpn))
 		goto err_free;
 	/* a name nobody can guess, made by us alone */
 	snprintf(tmp, sizeof(tmp), "%s.%d.%016llx.tmp", q->path, (int)getpid(),
@@ -558,7 +625,7 @@ int fab_qp_create(const uint8_t gid[FAB_GID_LEN], uint32_t max_qp, uint32_t type
 	memcpy(q->hdr->engine, own_engine, sizeof(q->hdr->engine));
 	atomic_store_explicit(&q->hdr->live, 1, memory_order_release);
 	mark_dead(q->path, gid, qpn);
-	if (rename(tmp, q->path))
+	if (renameat(dir_fd, tmp, dir_fd, q->path))
 		goto err_map;
 	d->owned[qpn] = 1;
 	*out = q;
@@ -571,7 +638,7 @@ err_file:
 	rc = errno ? -errno : -ENOMEM;
 	if (fd >= 0)
 		efasim_sys_close(fd);
-	unlink(tmp);
+	unlinkat(dir_fd, tmp, 0);
 	free(q);
 	lock_byte(d->fd, qpn, F_UNLCK, F_SETLK, NULL);
 	efasim_warn("cannot create a QP file in %s: %s", fab_dir(), efasim_errname(-rc));
@@ -595,7 +662,8 @@ void fab_qp_destroy(struct fab_qpfile *q)
 		return;
 	atomic_store_explicit(&q->hdr->live, 0, memory_order_release);
 	/* still ours while the byte is locked: nobody renamed over it */
-	unlink(q->path);
+	if (fab_dir_ready() == 0)
+		unlinkat(dir_fd, q->path, 0);
 	munmap(q->base, q->size);
 	if (q->dev->owned && q->qpn <= q->dev->max_qp)
 		q->dev->owned[q->qpn] = 0;
@@ -725,7 +793,7 @@ int fab_peer_open(const uint8_t gid[FAB_GID_LEN], uint32_t qpn, struct fab_peer 
 
 	if (!d)
 		return -ENODEV;
-	if (path_of(path, sizeof(path), "qp", gid, qpn))
+	if (name_of(path, sizeof(path), "qp", gid, qpn))
 		return -ENOENT;
 	p = calloc(1, sizeof(*p));
 	if (!p)
@@ -754,8 +822,8 @@ int fab_peer_open(const uint8_t gid[FAB_GID_LEN], uint32_t qpn, struct fab_peer 
 		return -ENOENT;
 	}
 	p->hdr->engine[sizeof(p->hdr->engine) - 1] = '\0';
-	if (p->hdr->engine[0] && !strchr(p->hdr->engine, '/')) {
-		snprintf(path, sizeof(path), "%s/%s", fab_dir(), p->hdr->engine);
+	if (!strncmp(p->hdr->engine, "eng-", 4) && !strchr(p->hdr->engine, '/')) {
+		snprintf(path, sizeof(path), "%s", p->hdr->engine);
 		p->wake = map_file(path, sizeof(struct fab_wake), &wsize);
 		p->wake_size = p->wake ? wsize : 0;
 	}
@@ -1049,7 +1117,7 @@ int fab_engine_init(void)
 	if (rc)
 		return rc;
 	snprintf(own_engine, sizeof(own_engine), "eng-%016llx", (unsigned long long)random_u64());
-	snprintf(path, sizeof(path), "%s/%s", fab_dir(), own_engine);
+	snprintf(path, sizeof(path), "%s", own_engine);
 	fd = sys_open(path, O_RDWR | O_CREAT | O_EXCL);
 	if (fd < 0)
 		return -errno;
