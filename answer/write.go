@@ -30,7 +30,7 @@ func WriteTopology(name string, tf *p2p.TopologyFile, s *p2p.Sysfs, opts p2p.Opt
 	machine, peers := tf.Machine, peersOf(tf)
 	tf = nil
 	dir := filepath.Dir(name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := mkdirAll(dir); err != nil {
 		return err
 	}
 	if err := writeAtomic(name, data); err != nil {
@@ -84,15 +84,51 @@ var bootID = func() string {
 }
 
 // WriteFileAtomic writes data to name as WriteTopology writes its files:
-// the folder created, a temporary file synced, mode 0644, renamed.
+// the folders created (0755), a temporary file synced, mode 0644, renamed.
 func WriteFileAtomic(name string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+	if err := mkdirAll(filepath.Dir(name)); err != nil {
 		return err
 	}
 	if err := writeAtomic(name, data); err != nil {
 		return err
 	}
 	return syncDir(filepath.Dir(name))
+}
+
+// mkdirAll creates dir and the folders above it that are missing, each mode
+// 0755 whatever the umask: under umask 027 a folder made 0750 would hide
+// the file in it from every reader but root's group (the readers are all
+// the machine's processes). Folders that exist are left as they are.
+func mkdirAll(dir string) error {
+	st, err := os.Stat(dir)
+	if err == nil {
+		if !st.IsDir() {
+			return &os.PathError{Op: "mkdir", Path: dir, Err: syscall.ENOTDIR}
+		}
+		return nil
+	}
+	if !os.IsNotExist(err) {
+		return err
+	}
+	if parent := filepath.Dir(dir); parent != dir {
+		if err := mkdirAll(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		if os.IsExist(err) {
+			return nil // made meanwhile by another: its mode is its maker's
+		}
+		return err
+	}
+	// the umask took bits away; fchmod is not subject to it (on the
+	// folder just made, not on what its name may lead to by now)
+	f, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Chmod(0o755)
 }
 
 func writeAtomic(name string, data []byte) error {

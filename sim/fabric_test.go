@@ -292,3 +292,101 @@ func TestCleanTrees(t *testing.T) {
 		}
 	}
 }
+
+// A fabric named through a symlink that another user owns, in a sticky
+// folder (/tmp) where they may replace it: once joined, the host's files
+// and its cleanup stay in the directory that was checked. The cleanup ran
+// as root once opened what the swapped path led to (another user's
+// directory), following the symlinks planted there, and removed names in
+// it.
+func TestFabricPathSwapped(t *testing.T) {
+	base := t.TempDir()
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	shared := filepath.Join(base, "shared")
+	real := filepath.Join(base, "real")
+	evil := filepath.Join(shared, "evil")
+	for _, d := range []string{shared, real, evil} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(shared, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	attacker := func(path string) {
+		if os.Geteuid() == 0 { // another user's, as it would be
+			if err := os.Lchown(path, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	attacker(evil)
+	link := filepath.Join(shared, "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	attacker(link)
+	h, err := JoinFabric(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	// a departed engine's file in the real fabric: the cleanup removes it
+	if err := os.WriteFile(filepath.Join(real, "eng-00000000000000aa"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// the attacker's directory: the names the cleanup opens, as symlinks
+	// to a file of ours that must not be opened
+	target := filepath.Join(base, "target")
+	if err := os.WriteFile(target, []byte("precious\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gid := "fe8000000000000000010000c9000001"
+	planted := []string{"eng-00000000000000bb", "dev-" + gid}
+	for _, n := range planted {
+		if err := os.Symlink(target, filepath.Join(evil, n)); err != nil {
+			t.Fatal(err)
+		}
+		attacker(filepath.Join(evil, n))
+	}
+	if err := os.WriteFile(filepath.Join(evil, "qp-"+gid+"-3"), make([]byte, 64), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	attacker(filepath.Join(evil, "qp-"+gid+"-3"))
+	in, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		t.Skipf("inotify: %v", err)
+	}
+	defer unix.Close(in)
+	if _, err := unix.InotifyAddWatch(in, target, unix.IN_OPEN|unix.IN_MODIFY); err != nil {
+		t.Fatal(err)
+	}
+	// the swap: the path now leads to the attacker's directory
+	swap := filepath.Join(shared, "link.new")
+	if err := os.Symlink(evil, swap); err != nil {
+		t.Fatal(err)
+	}
+	attacker(swap)
+	if err := os.Rename(swap, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if n, _ := unix.Read(in, make([]byte, 4096)); n > 0 {
+		t.Errorf("the cleanup opened %s through a symlink planted in the swapped fabric path", target)
+	}
+	for _, n := range append(planted, "qp-"+gid+"-3") {
+		if _, err := os.Lstat(filepath.Join(evil, n)); err != nil {
+			t.Errorf("the cleanup removed %s from the directory the swapped path leads to", n)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(real, "eng-00000000000000aa")); err == nil {
+		t.Errorf("the cleanup did not clean the fabric it joined")
+	}
+	if _, err := os.Stat(filepath.Join(real, "host-1.lock")); err != nil {
+		t.Errorf("the host's lock is not in the fabric it joined: %v", err)
+	}
+}

@@ -10,6 +10,9 @@
  *                            "received N" or "nothing" after 3 s
  *   fabric_peer send GID QPN creates a QP and sends 64 bytes to QPN at GID
  *                            (32 hex digits): "sent" or "qp-error ERRNO"
+ *   fabric_peer twice        creates a QP ("qpn N" or "qp-error ERRNO"),
+ *                            waits for a line on stdin, creates another
+ *                            ("qpn N" or "qp-error ERRNO"), prints "done"
  */
 #include <errno.h>
 #include <stdint.h>
@@ -154,13 +157,34 @@ static int sender(const char *gidhex, uint32_t qpn)
 	return 0;
 }
 
+static int twice(void)
+{
+	char line[64];
+	struct ibv_qp *qp;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		if (i && !fgets(line, sizeof(line), stdin))
+			return 2;
+		qp = make_qp();
+		if (qp)
+			printf("qpn %u\n", qp->qp_num);
+		else
+			printf("qp-error %d\n", errno);
+	}
+	printf("done\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc == 2 && !strcmp(argv[1], "victim"))
 		return victim();
+	if (argc == 2 && !strcmp(argv[1], "twice"))
+		return twice();
 	if (argc == 4 && !strcmp(argv[1], "send"))
 		return sender(argv[2], (uint32_t)strtoul(argv[3], NULL, 10));
-	fprintf(stderr, "usage: fabric_peer victim | send GID QPN\n");
+	fprintf(stderr, "usage: fabric_peer victim | send GID QPN | twice\n");
 	return 2;
 }

@@ -16,6 +16,11 @@ attacker would before they start:
            then sends a UD packet to root's QP, which must not receive it;
   private  a fabric directory only root can write: uid 65534 cannot plant
            anything, root's QP works, and the sender's packet does not come;
+  swapped  a fabric named through a symlink uid 65534 owns in a sticky
+           directory, pointing at root's private directory: once root's
+           process checked it, uid 65534 points the symlink at a directory
+           of its own; root's next QP must still be made in the directory
+           that was checked, nothing in uid 65534's;
   sim      `efap2p sim --fabric DIR` refuses a directory anyone can write,
            in one line.
 
@@ -214,6 +219,49 @@ def main():
         r = finish(r)
         if not any(l == "nothing" for l in r["lines"]):
             fail(f"root's QP received something: {r['lines']}")
+
+        print("swapped: the fabric's path redirected by uid 65534 after the check")
+        shared = os.path.join(work, "shared")
+        os.mkdir(shared)
+        os.chmod(shared, 0o1777)
+        private = os.path.join(work, "swapped")
+        os.mkdir(private, 0o700)
+        link = os.path.join(shared, "link")
+        evil = os.path.join(shared, "evil")
+        r = as_nobody(["sh", "-c", 'ln -s "$1" "$2/link" && mkdir -m 0777 "$2/evil"', "sh", private,
+                       shared])
+        if r.returncode != 0:
+            fail(f"uid 65534 could not make its symlink and folder: {r.stderr}")
+        conf = os.path.join(work, "swapped.conf")
+        with open(conf, "w") as f:
+            f.writelines(conf_lines)
+            f.write(f"fabric {link}\n")
+        os.chmod(conf, 0o644)
+        env = dict(os.environ, SYSFS_PATH=TREE, EFASIM_CONFIG=conf, LD_PRELOAD=LIB)
+        env.pop("EFASIM_TRACE", None)
+        p = subprocess.Popen([PEER, "twice"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        first = p.stdout.readline().strip()
+        if not first.startswith("qpn "):
+            p.kill()
+            fail(f"root's first QP in a private fabric: {first} {p.stderr.read()}")
+        r = as_nobody(["sh", "-c", 'ln -s "$1" "$2/link.new" && mv -T "$2/link.new" "$2/link"', "sh",
+                       evil, shared])
+        if r.returncode != 0 or os.readlink(link) != evil:
+            p.kill()
+            fail(f"uid 65534 could not swap its symlink: {r.stderr}")
+        try:
+            out, err = p.communicate("go\n", timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            fail("root's second QP hung")
+        print(f"  root's QPs: {first}, {' '.join(out.split())}")
+        if os.listdir(evil):
+            fail(f"root made files in uid 65534's directory, where the swapped path leads: "
+                 f"{os.listdir(evil)}")
+        if not out.startswith("qpn ") or not any(n.startswith("qp-") for n in os.listdir(private)):
+            fail(f"root's second QP is not in the fabric that was checked: {out} {err} "
+                 f"{os.listdir(private)}")
 
         print("sim: efap2p sim --fabric refuses a directory anyone can write")
         open_dir = os.path.join(work, "open")

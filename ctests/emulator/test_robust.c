@@ -23,11 +23,29 @@
  *   test_robust read-stopped RDMA reads of a process that is stopped (SIGSTOP)
  *                            complete with its bytes, as the device serves
  *                            reads without the responder's CPU
+ *   test_robust read-exec    an RDMA read of a responder that exec()ed (its
+ *                            QP never destroyed; the new program has other
+ *                            bytes at the MR's address) completes with an
+ *                            error, and those bytes are not in the buffer
+ *   test_robust read-reuse   the same for a responder killed, its pid taken
+ *                            by another user's process (as root; skipped
+ *                            otherwise)
+ *   test_robust send-dereg   an SRD send whose MR is deregistered (and its
+ *                            buffer rewritten) before the receiver's device
+ *                            took the bytes completes with LOC_PROT_ERR, as
+ *                            the device reports an lkey gone; nothing arrives
+ *   test_robust pidns        a peer in another pid namespace (unshare, as a
+ *                            container runtime makes one; as root, skipped
+ *                            otherwise): 200 SRD sends each way and an RDMA
+ *                            read each way
  *
  * Runs inside `efap2p sim` on a model with two EFA NICs (p5.48xlarge).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <sys/syscall.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -62,16 +80,26 @@ struct node {
 	union ibv_gid gid;
 };
 
-/* What processes of a case tell each other (a shared page). */
+/* What processes of a case tell each other (a shared page, of a memfd
+ * whose descriptor an exec()ed child is told). */
 struct board {
 	atomic_int step;
 	uint32_t qpn[4];
 	union ibv_gid gid[4];
 	uint32_t rkey;
 	uint64_t addr;
+	uint32_t rkeys[4];
+	uint64_t addrs[4];
+	int got, status, bad, sent, recvd, reads;
 };
 
 static struct board *board;
+static int board_fd;
+
+/* Where the responders of read-exec and read-reuse keep their MR, and the
+ * process that replaces them maps other bytes (SECRET) at the same place. */
+#define FIXED_ADDR 0x2a0000000000ull
+#define SECRET 0xa5
 
 static double now(void)
 {
@@ -483,6 +511,429 @@ static int read_stopped(void)
 	return check_exit("test_robust read-stopped");
 }
 
+/* ------------------------------------------------------------ read-exec, read-reuse */
+
+/* Maps BUF bytes of SECRET at FIXED_ADDR: 0, or -1. */
+static int map_secret(void)
+{
+	void *m = mmap((void *)(uintptr_t)FIXED_ADDR, BUF, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+
+	if (m != (void *)(uintptr_t)FIXED_ADDR)
+		return -1;
+	memset(m, SECRET, BUF);
+	return 0;
+}
+
+/* After exec (test_robust exec-secret FD): the board again, the secret at
+ * the old MR's address, then waits to be killed. */
+static int exec_secret(int fd)
+{
+	board = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (board == MAP_FAILED || map_secret())
+		return 20;
+	atomic_store(&board->step, 3);
+	for (;;)
+		pause();
+}
+
+/* The responder: its MR at FIXED_ADDR, registered for remote reads; then
+ * (step 2) it execs (how "exec") or waits to be killed. */
+static int fixed_responder(const char *how)
+{
+	struct ibv_mr *mr;
+	struct node n;
+	uint8_t *buf;
+	char fd[16];
+	int i;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (node_open(&n, 1, 16, true, 4, 4))
+		return 10;
+	buf = mmap((void *)(uintptr_t)FIXED_ADDR, BUF, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (buf != (void *)(uintptr_t)FIXED_ADDR)
+		return 11;
+	for (i = 0; i < BUF; i++)
+		buf[i] = (uint8_t)(i * 13 + 5);
+	mr = ibv_reg_mr(n.pd, buf, BUF, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+	if (!mr)
+		return 12;
+	board->qpn[1] = n.qp->qp_num;
+	board->gid[1] = n.gid;
+	board->rkey = mr->rkey;
+	board->addr = (uintptr_t)buf;
+	atomic_store(&board->step, 1);
+	if (!wait_step(2, 30))
+		return 13;
+	if (!strcmp(how, "exec")) {
+		/* the QP is never destroyed; the new program is another */
+		snprintf(fd, sizeof(fd), "%d", board_fd);
+		execl("/proc/self/exe", "test_robust", "exec-secret", fd, (char *)NULL);
+		return 14;
+	}
+	for (;;)
+		pause();
+}
+
+/* The process that takes the killed responder's pid (clone3 with set_tid),
+ * as uid 65534, the secret at the MR's address. Raw system calls only: it
+ * is a copy of a threaded process that glibc was not told of. */
+static pid_t secret_at_pid(pid_t pid)
+{
+	struct clone_args ca = { .exit_signal = SIGCHLD };
+	long r;
+
+	ca.set_tid = (uintptr_t)&pid;
+	ca.set_tid_size = 1;
+	r = syscall(SYS_clone3, &ca, sizeof(ca));
+	if (r != 0)
+		return (pid_t)r;
+	syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if (syscall(SYS_setresgid, 65534, 65534, 65534) || syscall(SYS_setresuid, 65534, 65534, 65534) ||
+	    map_secret())
+		syscall(SYS_exit_group, 20);
+	atomic_store(&board->step, 3);
+	for (;;)
+		syscall(SYS_pause);
+}
+
+/* An RDMA read of len bytes at the responder's MR into a.buf: the
+ * completion's status, or -1 when none came in 5 s. */
+static int read_responder(struct node *a, struct ibv_ah *ah, uint32_t len)
+{
+	struct ibv_wc wc;
+
+	memset(a->buf, 0, BUF);
+	ibv_wr_start(a->qpx);
+	a->qpx->wr_id = 1;
+	a->qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_read(a->qpx, board->rkey, board->addr);
+	ibv_wr_set_sge(a->qpx, a->mr->lkey, (uintptr_t)a->buf, len);
+	ibv_wr_set_ud_addr(a->qpx, ah, board->qpn[1], QKEY);
+	if (ibv_wr_complete(a->qpx))
+		return -2;
+	return poll_n(a->cq, &wc, 1, 5) == 1 ? (int)wc.status : -1;
+}
+
+static int read_replaced(const char *how)
+{
+	struct ibv_ah *ah;
+	struct node a;
+	pid_t peer, other = -1;
+	uint32_t j, len = 4096;
+	int st, secret = 0, bad = 0;
+	double t0;
+
+	if (strcmp(how, "exec") && geteuid() != 0) {
+		printf("skipped: the pid of a killed responder is given to another user's process "
+		       "with clone3(set_tid), which needs root\n");
+		return 77;
+	}
+	if (node_open(&a, 0, 16, true, 4, 4))
+		return 10;
+	peer = fork();
+	if (peer == 0)
+		_exit(fixed_responder(how));
+	CHECK(wait_step(1, 20), "the responder did not come up");
+	ah = ah_to(&a, &board->gid[1]);
+	CHECK(ah != NULL, "AH: %s", strerror(errno));
+	if (check_failures)
+		goto out;
+	/* a first read: the requester now knows the responder's process */
+	st = read_responder(&a, ah, len);
+	CHECK(st == IBV_WC_SUCCESS, "the first read: status %d", st);
+	for (j = 0; j < len; j++)
+		bad += a.buf[j] != (uint8_t)(j * 13 + 5);
+	CHECK(bad == 0, "the first read: %d bytes differ from the responder's", bad);
+	if (!strcmp(how, "exec")) {
+		atomic_store(&board->step, 2);
+	} else {
+		kill(peer, SIGKILL);
+		waitpid(peer, &st, 0);
+		other = secret_at_pid(peer);
+		CHECK(other == peer, "clone3 with the killed responder's pid %d: %ld (%s)", (int)peer,
+		      (long)other, strerror(errno));
+		if (other != peer)
+			goto out;
+	}
+	CHECK(wait_step(3, 20), "the process with the responder's pid did not map its bytes");
+	t0 = now();
+	st = read_responder(&a, ah, len);
+	for (j = 0; j < len; j++)
+		secret += a.buf[j] == SECRET;
+	printf("%s: the read of the replaced responder completed with status %d (%s) after "
+	       "%.0f ms; %d of %u bytes are the new process's\n",
+	       strcmp(how, "exec") ? "read-reuse" : "read-exec", st,
+	       st >= 0 ? ibv_wc_status_str((enum ibv_wc_status)st) : "none", (now() - t0) * 1e3,
+	       secret, len);
+	CHECK(st == IBV_WC_RESP_TIMEOUT_ERR,
+	      "the read of a responder that %s completed with status %d, want %d (RESP_TIMEOUT: "
+	      "the responder is gone)", strcmp(how, "exec") ? "was killed" : "exec()ed", st,
+	      IBV_WC_RESP_TIMEOUT_ERR);
+	CHECK(secret == 0, "%d bytes of the process now at the responder's pid reached the buffer",
+	      secret);
+out:
+	if (!strcmp(how, "exec") || other != peer) {
+		kill(peer, SIGKILL);
+		waitpid(peer, &st, 0);
+	}
+	if (other > 0 && other == peer) {
+		kill(other, SIGKILL);
+		waitpid(other, &st, 0);
+	}
+	return check_exit(strcmp(how, "exec") ? "test_robust read-reuse" : "test_robust read-exec");
+}
+
+static int read_exec(void)
+{
+	return read_replaced("exec");
+}
+
+static int read_reuse(void)
+{
+	return read_replaced("kill");
+}
+
+/* ------------------------------------------------------------ send-dereg */
+
+/* The receiver: one receive posted, then stopped until the sender
+ * deregistered its MR; then what arrived. */
+static int dereg_receiver(void)
+{
+	struct ibv_wc wc;
+	struct node n;
+	int i, got;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (node_open(&n, 1, 16, true, 4, 4) || post_recv(&n, n.qp, 0, 4096, 9))
+		return 10;
+	board->qpn[1] = n.qp->qp_num;
+	board->gid[1] = n.gid;
+	atomic_store(&board->step, 1);
+	raise(SIGSTOP);
+	got = poll_n(n.cq, &wc, 1, 2);
+	board->got = got;
+	board->status = got ? (int)wc.status : -1;
+	for (i = 0; i < 4096; i++)
+		board->bad += n.buf[i] == SECRET;
+	atomic_store(&board->step, 5);
+	wait_step(6, 20);
+	return 0;
+}
+
+static int send_dereg(void)
+{
+	struct ibv_wc wc;
+	struct ibv_ah *ah;
+	struct ibv_mr *smr;
+	struct node a;
+	uint8_t *sbuf;
+	pid_t peer;
+	int st, got;
+
+	if (node_open(&a, 0, 16, true, 4, 4))
+		return 10;
+	sbuf = aligned_alloc(4096, 4096);
+	if (!sbuf)
+		return 11;
+	memset(sbuf, 0x3c, 4096);
+	smr = ibv_reg_mr(a.pd, sbuf, 4096, IBV_ACCESS_LOCAL_WRITE);
+	if (!smr)
+		return 12;
+	peer = fork();
+	if (peer == 0)
+		_exit(dereg_receiver());
+	CHECK(wait_step(1, 20), "the receiver did not come up");
+	CHECK(waitpid(peer, &st, WUNTRACED) == peer && WIFSTOPPED(st), "the receiver did not stop");
+	ah = ah_to(&a, &board->gid[1]);
+	CHECK(ah != NULL, "AH: %s", strerror(errno));
+	if (check_failures)
+		goto out;
+	/* posted while the receiver's device cannot take the bytes */
+	ibv_wr_start(a.qpx);
+	a.qpx->wr_id = 1;
+	a.qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(a.qpx);
+	ibv_wr_set_sge(a.qpx, smr->lkey, (uintptr_t)sbuf, 4096);
+	ibv_wr_set_ud_addr(a.qpx, ah, board->qpn[1], QKEY);
+	CHECK_ERR(ibv_wr_complete(a.qpx), 0);
+	CHECK(poll_n(a.cq, &wc, 1, 0.1) == 0, "the send completed before the receiver ran");
+	/* the MR goes; the buffer is the program's again */
+	CHECK_ERR(ibv_dereg_mr(smr), 0);
+	memset(sbuf, SECRET, 4096);
+	kill(peer, SIGCONT);
+	got = poll_n(a.cq, &wc, 1, 10);
+	CHECK(got == 1, "the send did not complete");
+	CHECK(wc.status == IBV_WC_LOC_PROT_ERR,
+	      "a send whose MR was deregistered before its bytes were taken: status %d (%s), want "
+	      "LOC_PROT_ERR (the device's LOCAL_ERROR_INVALID_LKEY)", wc.status,
+	      ibv_wc_status_str(wc.status));
+	CHECK(wait_step(5, 20), "the receiver did not report");
+	printf("send-dereg: sender status %d (%s); the receiver got %d completion(s), %d bytes written "
+	       "after the deregistration\n", wc.status, ibv_wc_status_str(wc.status), board->got,
+	       board->bad);
+	CHECK(board->got == 0, "the receiver got a completion (status %d) for a send whose MR was "
+	      "deregistered", board->status);
+	CHECK(board->bad == 0, "%d bytes written after ibv_dereg_mr() reached the receiver",
+	      board->bad);
+out:
+	atomic_store(&board->step, 6);
+	kill(peer, SIGCONT);
+	waitpid(peer, &st, 0);
+	return check_exit("test_robust send-dereg");
+}
+
+/* ------------------------------------------------------------ pidns */
+
+#define NS_MSGS 200
+
+/* Sends NS_MSGS to (gid, qpn) and takes NS_MSGS receives, then reads 4096
+ * bytes of the peer's MR (rkey, addr): each counted in *sent, *recvd,
+ * *reads (1 when the bytes are the pattern the peer wrote). */
+static void ns_traffic(struct node *n, const union ibv_gid *gid, uint32_t qpn, uint32_t rkey,
+		       uint64_t addr, int *sent, int *recvd, int *reads)
+{
+	struct ibv_wc wc[64];
+	struct ibv_ah *ah = ah_to(n, gid);
+	double end = now() + 30;
+	int i, c, posted = 0, done = 0, bad = 0, said = 0, scomp = 0;
+
+	if (!ah)
+		return;
+	while ((done < 2 * NS_MSGS) && now() < end) {
+		while (posted < NS_MSGS && posted - scomp < 16) {
+			if (send_to(n, ah, qpn, 0, 64, (uint64_t)posted))
+				break;
+			posted++;
+		}
+		c = ibv_poll_cq(n->cq, 64, wc);
+		for (i = 0; i < c; i++, done++) {
+			bool recv = wc[i].wr_id >= 5000; /* an error's opcode is undefined */
+
+			if (wc[i].status != IBV_WC_SUCCESS && said++ < 5)
+				fprintf(stderr, "pid %d: %s %llu: status %d (%s)\n", (int)getpid(),
+					recv ? "receive" : "send", (unsigned long long)wc[i].wr_id,
+					wc[i].status, ibv_wc_status_str(wc[i].status));
+			scomp += !recv;
+			if (wc[i].status == IBV_WC_SUCCESS)
+				(*(recv ? recvd : sent))++;
+		}
+	}
+	ibv_wr_start(n->qpx);
+	n->qpx->wr_id = 1000;
+	n->qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_read(n->qpx, rkey, addr);
+	ibv_wr_set_sge(n->qpx, n->mr->lkey, (uintptr_t)n->buf + 56000, 4096);
+	ibv_wr_set_ud_addr(n->qpx, ah, qpn, QKEY);
+	if (ibv_wr_complete(n->qpx) || poll_n(n->cq, wc, 1, 5) != 1) {
+		fprintf(stderr, "pid %d: the RDMA read did not complete\n", (int)getpid());
+	} else if (wc[0].status != IBV_WC_SUCCESS) {
+		fprintf(stderr, "pid %d: the RDMA read: status %d (%s)\n", (int)getpid(), wc[0].status,
+			ibv_wc_status_str(wc[0].status));
+	} else {
+		for (i = 0; i < 4096; i++)
+			bad += n->buf[56000 + i] != (uint8_t)(i * 7 + 1);
+		*reads = bad == 0;
+	}
+}
+
+/* n's MR: NS_MSGS receives at 256 bytes each, the pattern a peer reads at
+ * 51200. */
+static int ns_node(struct node *n, int dev)
+{
+	int i;
+
+	if (node_open(n, dev, 512, true, 64, NS_MSGS))
+		return -1;
+	for (i = 0; i < 4096; i++)
+		n->buf[51200 + i] = (uint8_t)(i * 7 + 1);
+	for (i = 0; i < NS_MSGS; i++)
+		if (post_recv(n, n->qp, 256 * (uint32_t)i, 256, (uint64_t)(5000 + i)))
+			return -1;
+	return 0;
+}
+
+/* In the new pid namespace (pid 1 there). */
+static int ns_child(void)
+{
+	int sent = 0, recvd = 0, reads = 0;
+	struct node n;
+
+	if (getpid() != 1 || ns_node(&n, 1))
+		return 10;
+	board->qpn[1] = n.qp->qp_num;
+	board->gid[1] = n.gid;
+	board->rkeys[1] = n.mr->rkey;
+	board->addrs[1] = (uintptr_t)n.buf + 51200;
+	atomic_store(&board->step, 1);
+	if (!wait_step(2, 20))
+		return 11;
+	ns_traffic(&n, &board->gid[0], board->qpn[0], board->rkeys[0], board->addrs[0], &sent, &recvd,
+		   &reads);
+	board->sent = sent;
+	board->recvd = recvd;
+	board->reads = reads;
+	atomic_store(&board->step, 3);
+	wait_step(4, 60);
+	return 0;
+}
+
+static int pidns(void)
+{
+	int sent = 0, recvd = 0, reads = 0, st;
+	struct node n;
+	pid_t outer;
+
+	if (geteuid() != 0) {
+		printf("skipped: a pid namespace of its own (unshare CLONE_NEWPID) needs root\n");
+		return 77;
+	}
+	if (ns_node(&n, 0))
+		return 10;
+	board->qpn[0] = n.qp->qp_num;
+	board->gid[0] = n.gid;
+	board->rkeys[0] = n.mr->rkey;
+	board->addrs[0] = (uintptr_t)n.buf + 51200;
+	outer = fork();
+	if (outer == 0) {
+		pid_t inner;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (unshare(CLONE_NEWPID))
+			_exit(30);
+		inner = fork();
+		if (inner == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			_exit(ns_child());
+		}
+		if (inner < 0 || waitpid(inner, &st, 0) != inner)
+			_exit(31);
+		_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 32);
+	}
+	CHECK(wait_step(1, 20), "the peer in its own pid namespace did not come up");
+	if (!check_failures) {
+		atomic_store(&board->step, 2);
+		ns_traffic(&n, &board->gid[1], board->qpn[1], board->rkeys[1], board->addrs[1], &sent,
+			   &recvd, &reads);
+		CHECK(wait_step(3, 60), "the peer in its own pid namespace did not finish");
+	}
+	printf("pidns: here %d sent, %d received, %d read; in the namespace %d sent, %d received, %d "
+	       "read (of %d, %d, 1)\n", sent, recvd, reads, board->sent, board->recvd, board->reads,
+	       NS_MSGS, NS_MSGS);
+	CHECK(sent == NS_MSGS && recvd == NS_MSGS && reads == 1,
+	      "to the peer in another pid namespace: %d of %d sent, %d of %d received, read %d", sent,
+	      NS_MSGS, recvd, NS_MSGS, reads);
+	CHECK(board->sent == NS_MSGS && board->recvd == NS_MSGS && board->reads == 1,
+	      "from another pid namespace: %d of %d sent, %d of %d received, read %d", board->sent,
+	      NS_MSGS, board->recvd, NS_MSGS, board->reads);
+	atomic_store(&board->step, 4);
+	waitpid(outer, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the peer in its own pid namespace: status %#x",
+	      st);
+	return check_exit("test_robust pidns");
+}
+
 /* ------------------------------------------------------------ cq-overrun */
 
 static int cq_overrun(void)
@@ -561,7 +1012,8 @@ static const struct {
 } cases[] = {
 	{ "peer-gone", peer_gone }, { "qpn-reuse", qpn_reuse }, { "min-sq", min_sq },
 	{ "rkey-high", rkey_high }, { "cq-overrun", cq_overrun }, { "gid-zero", gid_zero },
-	{ "read-stopped", read_stopped },
+	{ "read-stopped", read_stopped }, { "read-exec", read_exec }, { "read-reuse", read_reuse },
+	{ "send-dereg", send_dereg }, { "pidns", pidns },
 };
 
 int main(int argc, char **argv)
@@ -571,7 +1023,12 @@ int main(int argc, char **argv)
 	double end;
 	int st;
 
-	board = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (argc == 3 && !strcmp(argv[1], "exec-secret"))
+		return exec_secret(atoi(argv[2]));
+	board_fd = memfd_create("board", 0);
+	if (board_fd < 0 || ftruncate(board_fd, 4096))
+		return 2;
+	board = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, board_fd, 0);
 	if (board == MAP_FAILED)
 		return 2;
 	for (i = 0; argc == 2 && i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -602,6 +1059,6 @@ int main(int argc, char **argv)
 		return WEXITSTATUS(st);
 	}
 	fprintf(stderr, "usage: test_robust peer-gone|qpn-reuse|min-sq|rkey-high|cq-overrun|gid-zero|"
-			"read-stopped\n");
+			"read-stopped|read-exec|read-reuse|send-dereg|pidns\n");
 	return 2;
 }

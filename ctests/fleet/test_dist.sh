@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # test_dist.sh CASE: the files of dist/ as the engines read them.
-#   udev       udevadm test runs the rule's RUN for an RDMA device added,
-#              removed and renamed (move), for a GPU and an EFA function
-#              bound, and not for other events (root: a private /sys)
+#   udev EFAP2P  udevadm test runs the rule's RUN for an RDMA device added,
+#              removed and renamed (move), for an EFA function and every
+#              accelerator of every machine model (as the oracle classifies
+#              them: efap2p topo inside efap2p sim) added, bound, unbound and
+#              removed, and not for other events (root: a private /sys)
 #   unit       the boot unit orders itself before its readers
 #   rules      promtool checks and tests the alerting rules
 #   daemonset  the DaemonSet mounts /run/efap2p, leaves EFAP2P_TOPOLOGY
@@ -46,6 +48,33 @@ udev)
 		[ "$(run "$gpu" $a pci PCI_CLASS=30200 PCI_ID=10DE:2330)" = "$want" ] || fail "GPU $a does not refresh the file"
 		[ "$(run "$gpu" $a pci PCI_CLASS=20000 PCI_ID=1D0F:EFA1)" = "$want" ] || fail "EFA $a does not refresh the file"
 	done
+	# every device the oracle counts as an accelerator, in every machine
+	# model: what `efap2p topo --json` lists as one inside the emulated
+	# host (p2p's classification), with the class its sysfs tree gives it
+	efap2p=${2:-}
+	[ -x "$efap2p" ] || fail "usage: test_dist.sh udev EFAP2P (the built efap2p)"
+	models=$("$efap2p" sim list | awk '{print $1}')
+	[ -n "$models" ] || fail "efap2p sim list lists no model"
+	accels=$(for m in $models; do
+		"$efap2p" sim --machine "$m" -- sh -c '"$0" topo --json | python3 -c "$1"' "$efap2p" '
+import json, os, sys
+for d in json.load(sys.stdin)["devices"]:
+    if d["kind"] != "accelerator":
+        continue
+    with open(os.path.join(os.environ["SYSFS_PATH"], "bus/pci/devices", d["addr"], "class")) as f:
+        cls = int(f.read(), 16)
+    print("PCI_CLASS=%X PCI_ID=%s:%s" % (cls, d["vendor"].upper(), d["device"].upper()))
+' 2>/dev/null || echo "FAILED $m"
+	done | sort -u)
+	case $accels in *FAILED*) fail "listing the accelerators of the models: $accels" ;; esac
+	echo "$accels" | grep -q "PCI_ID=1D0F:7364" || fail "no model has a Trainium2 (1d0f:7364): $accels"
+	while read -r class id; do
+		for a in add bind unbind remove; do
+			[ "$(run "$gpu" $a pci "$class" "$id")" = "$want" ] ||
+				fail "accelerator $class $id: $a does not refresh the file"
+		done
+	done <<<"$accels"
+	echo "udev: the rule refreshes the file for the $(echo "$accels" | wc -l) kinds of accelerator of $(echo $models | wc -w) models"
 	[ -z "$(run "$gpu" move pci PCI_CLASS=30200 PCI_ID=10DE:2330)" ] || fail "a PCI move refreshes the file"
 	[ -z "$(run "$gpu" add pci PCI_CLASS=10802 PCI_ID=1D0F:8061)" ] || fail "an NVMe device refreshes the file"
 	;;

@@ -543,9 +543,11 @@ static bool pull_ok(const struct dp_qp *qp, const struct dp_op *op)
 	       !op->copy && !op->peer->no_pull && fab_mr_table_ready() && dp_mem_direct();
 }
 
-/* Names the send's bytes (where they are in this process) in the slot's
- * payload: ST_OK or an error. */
-static int pull_segs(struct dp_qp *qp, struct dp_op *op, struct fab_pkt *p, void *pl)
+/* Names the send's buffers in the slot's payload as the WQE named them
+ * (key, address, length), for the receiver to find in our published MRs
+ * when it copies: true, or false when one is not published (the send
+ * then carries its bytes; an MR gone is gather's to say). */
+static bool pull_segs(struct dp_qp *qp, struct dp_op *op, struct fab_pkt *p, void *pl)
 {
 	struct fab_seg *seg = pl;
 	int i;
@@ -553,13 +555,14 @@ static int pull_segs(struct dp_qp *qp, struct dp_op *op, struct fab_pkt *p, void
 	for (i = 0; i < op->nsge; i++) {
 		const struct dp_mr *mr = mr_again(qp, op->sge[i].key);
 
-		if (!mr || dp_mr_where(mr, op->sge[i].addr, op->sge[i].len, &seg[i].addr))
-			return ST_INVALID_LKEY;
-		seg[i].len = op->sge[i].len;
+		if (!mr || !dp_mr_published(qp->ctx, mr))
+			return false;
+		seg[i] = (struct fab_seg){ .iova = op->sge[i].addr, .len = op->sge[i].len,
+					   .key = mr->key };
 	}
 	p->nseg = op->nsge;
 	p->flags |= PKT_F_PULL;
-	return ST_OK;
+	return true;
 }
 
 /*
@@ -608,13 +611,25 @@ static bool read_direct(struct dp_qp *qp, struct dp_op *op)
 	const struct dp_mr *mr = mr_again(qp, op->sge[0].key);
 	uint32_t state = fab_peer_state(fp);
 	struct fab_rmem rm;
+	int rc;
 
 	if (!mr || (state != QPS_RTR && state != QPS_RTS && state != QPS_SQD) ||
 	    fab_peer_qkey(fp) != op->qkey ||
-	    fab_peer_mr(fp, op->rkey, 1u << 2 /* REMOTE_READ */, op->raddr, op->total, &rm) ||
-	    dp_mem_read_peer(mr, op->sge[0].addr, rm.pid, rm.addr, op->total))
+	    fab_peer_mr(fp, op->rkey, 1u << 2 /* REMOTE_READ */, op->raddr, op->total, &rm))
 		return false;
-	return fab_peer_mr_still(fp, &rm);
+	/* the responder's token in the same copy: a process that exec()ed,
+	 * or another that took its pid, is not read (its memory is wiped
+	 * from the buffer); the packets then find nobody to answer */
+	rc = dp_mem_read_peer(mr, op->sge[0].addr, &rm, op->total);
+	if (rc == DP_PEER_NOT_OWNER)
+		fab_peer_lost(fp);
+	if (rc)
+		return false;
+	if (!fab_peer_mr_still(fp, &rm)) { /* deregistered meanwhile */
+		dp_mem_wipe(mr, op->sge[0].addr, op->total);
+		return false;
+	}
+	return true;
 }
 
 /* One step of the op at the head of the TX queue: 1 progress, 0 blocked. */
@@ -669,7 +684,8 @@ static int tx_op(struct dp_qp *qp, struct dp_op *op, uint64_t now)
 		switch (op->kind) {
 		case OP_SEND:
 			pkt_fill(qp, p, PKT_SEND, op->dest_qpn);
-			st = pull_ok(qp, op) ? pull_segs(qp, op, p, pl) : gather(qp, op, pl, 0, op->total);
+			st = pull_ok(qp, op) && pull_segs(qp, op, p, pl) ? ST_OK :
+			     gather(qp, op, pl, 0, op->total);
 			p->len = (uint32_t)op->total;
 			op->sent_all = 1;
 			break;
@@ -980,25 +996,61 @@ static int rx_iov(struct dp_qp *qp, const struct efa_rx_desc *d, int n, uint64_t
 }
 
 /*
+ * A pulled send's bytes, copied from the sender's memory into the receive
+ * buffers l (len bytes), as the device takes them: each buffer found in
+ * the sender's published MRs (a region deregistered is not read), its
+ * token read in the same copy, the records checked again after it. 0, or
+ * the NACK that asks the sender for the bytes: NACK_NO_PULL (its process
+ * cannot be read from here), NACK_PULL_FAILED (a region is not there, or
+ * the copy failed: the sender's device then says what is wrong).
+ */
+static int pull(struct fab_peer *fp, const struct fab_seg *seg, uint32_t nseg,
+		const struct iovec *l, int nl, uint64_t len)
+{
+	struct fab_rmem rm[FAB_PULL_SEGS];
+	struct iovec r[FAB_PULL_SEGS];
+	uint32_t i;
+	int rc;
+
+	for (i = 0; i < nseg; i++) {
+		rc = fab_peer_mr(fp, seg[i].key, 0, seg[i].iova, seg[i].len, &rm[i]);
+		if (rc)
+			return rc == -ENODEV ? NACK_NO_PULL : NACK_PULL_FAILED;
+		r[i] = (struct iovec){ (void *)(uintptr_t)rm[i].addr, (size_t)seg[i].len };
+	}
+	rc = dp_mem_pull(&rm[0], l, nl, r, (int)nseg, len);
+	if (rc == DP_PEER_NOT_OWNER)
+		fab_peer_lost(fp);
+	if (rc)
+		return rc == DP_PEER_FAULT ? NACK_PULL_FAILED : NACK_NO_PULL;
+	for (i = 0; i < nseg; i++) {
+		if (!fab_peer_mr_still(fp, &rm[i])) { /* deregistered during the copy */
+			dp_mem_wipe_iov(l, nl);
+			return NACK_PULL_FAILED;
+		}
+	}
+	return 0;
+}
+
+/*
  * A pulled send: its bytes copied from the sender's memory straight into
  * the receive buffers (one copy, as the device DMAs them), then the
- * completion and the ACK. When the sender's process cannot be read, the
- * receive WQE is given back (rq_ci) and the NACK asks for the bytes.
+ * completion and the ACK. When they cannot be copied, the receive WQE is
+ * given back (rq_ci) and the NACK asks for the bytes.
  */
 static void rx_pull(struct dp_qp *qp, const struct fab_pkt *p, const uint8_t *pl,
 		    const struct efa_rx_desc *d, int n, uint16_t req_id, uint32_t rq_ci)
 {
 	const struct fab_seg *seg = (const void *)pl;
-	uint64_t sum = 0, token_addr, token;
 	struct iovec l[DP_PULL_IOV];
 	struct dp_peerent *pe;
+	uint64_t sum = 0;
 	int nl, st, rc;
 	uint32_t i;
-	pid_t pid;
 
 	for (i = 0; i < p->nseg && i < FAB_PULL_SEGS; i++)
 		sum += seg[i].len;
-	if (p->nseg > FAB_PULL_SEGS || sum != p->len) { /* not a sender of ours */
+	if (!p->nseg || p->nseg > FAB_PULL_SEGS || sum != p->len) { /* not a sender of ours */
 		qp->rq_ci = rq_ci;
 		nack(qp, p, ST_REM_BAD_STATUS);
 		return;
@@ -1010,14 +1062,13 @@ static void rx_pull(struct dp_qp *qp, const struct fab_pkt *p, const uint8_t *pl
 			qp->rq_ci = rq_ci;
 			return;
 		}
-		rc = fab_peer_owner(pe->fp, &pid, &token_addr, &token) ? -1 :
-		     dp_mem_pull(pid, token_addr, token, l, nl, seg, (int)p->nseg, p->len);
+		rc = pull(pe->fp, seg, p->nseg, l, nl, p->len);
 		if (rc) {
 			efasim_trace("QP %u: cannot copy a send of QP %u from its process (%s): it is "
 				     "to send the bytes", qp->qpn, p->src_qpn,
-				     rc == -1 ? "out of reach" : "a buffer failed");
+				     rc == NACK_NO_PULL ? "out of reach" : "a region or buffer failed");
 			qp->rq_ci = rq_ci;
-			nack(qp, p, rc == -1 ? NACK_NO_PULL : NACK_PULL_FAILED);
+			nack(qp, p, rc);
 			return;
 		}
 	}
@@ -1296,9 +1347,10 @@ int dp_qp_setup(struct dp_qp *qp)
 		return rc;
 	qp->pid = getpid();
 	/* its memory, for peers that read it (the device needs the RDMA_READ
-	 * cap to serve them at all) */
-	if ((qp->dev->device_caps & EFA_CAP_RDMA_READ) && dp_mem_publish(qp->ctx))
-		fab_qp_publish_mrs(qp->inbox, qp->ctx->tag, qp->pd);
+	 * cap to serve reads at all) and that take its sends' bytes */
+	if (dp_mem_publish(qp->ctx))
+		fab_qp_publish_mrs(qp->inbox, qp->ctx->tag, qp->pd,
+				   (qp->dev->device_caps & EFA_CAP_RDMA_READ) != 0);
 	qp->ops = calloc(qp->sq_cnt, sizeof(*qp->ops));
 	qp->op_free = calloc(qp->sq_cnt, sizeof(*qp->op_free));
 	if (!qp->ops || !qp->op_free) {

@@ -27,7 +27,11 @@
  * plant names we open, so a directory that others than its owner can
  * write, or that is not ours (or root's), is refused, as ssh refuses such
  * a ~/.ssh; every file is created with O_EXCL and opened with O_NOFOLLOW,
- * and a file that is not a regular file of ours is not used.
+ * and a file that is not a regular file of ours is not used. The directory
+ * is opened once and checked through that descriptor (walking up by ".."
+ * from it), and every name is then looked up relative to it: a path that
+ * leads elsewhere later (a symlink on the way, replaced by another user)
+ * changes nothing.
  *
  * The files are opened, locked, mapped and closed with system calls, never
  * through libc's names: those are the library's own interposers, a layer
@@ -52,7 +56,7 @@
 
 #define FAB_MAGIC_DEV 0x45464456u /* "EFDV" */
 #define FAB_MAGIC_QP 0x45465150u  /* "EFQP" */
-#define FAB_VERSION 2 /* 2: pulled sends */
+#define FAB_VERSION 3 /* 2: pulled sends; 3: their MRs checked, pid namespaces */
 #define FAB_PORTS 64
 #define FAB_SLOTS 16
 #define FAB_SLOT_MIN 16384
@@ -74,12 +78,18 @@ struct fab_qp_hdr {
 	_Atomic uint32_t exhausted; /* a sender found no free port */
 	uint32_t pad;
 	char engine[48];
-	/* what a requester needs to read this QP's memory itself (as the
-	 * device serves RDMA reads without the host's CPU): the MR table's
-	 * context tag and the QP's PD; 0 when reads go through packets */
+	/* what a peer needs to find this QP's memory regions in its
+	 * process's MR table (the engine file): the table's context tag and
+	 * the QP's PD (0: none published); reads: 1 when the device serves
+	 * RDMA reads of them (the RDMA_READ cap), else a requester's reads go
+	 * through packets. A receiver checks a pulled send's buffers there. */
 	_Atomic uint64_t mr_ctx;
 	_Atomic uint32_t mr_pd;
-	uint32_t pad2;
+	_Atomic uint32_t mr_reads;
+	/* the owner's pid namespace (the inode of /proc/self/ns/pid; 0 not
+	 * known): owner_pid is a pid there, and a peer in another sees the
+	 * owner by the pid its lock shows (F_GETLK), or not at all */
+	uint64_t pidns;
 };
 
 struct fab_port {
@@ -153,6 +163,10 @@ struct fab_peer {
 	struct fab_devfile *dev;
 	struct fab_wake *wake;
 	size_t wake_size;
+	/* the owner as this process sees it: the pid that holds the QPN's
+	 * lock (F_GETLK translates it into our pid namespace), 0 when that
+	 * process is not visible from here */
+	pid_t pid;
 	int verified; /* the MR table's owner: 0 unchecked, 1 reachable, -1 not */
 	uint64_t nonce;
 	uint64_t claim; /* our nonce on the claimed port */
@@ -169,6 +183,9 @@ static volatile uint64_t own_token;
 static char own_engine[48];
 static char fabric_dir[4096];
 static int dir_verdict; /* 0 unchecked, 1 usable, a negative errno refused */
+static int dir_fd = -1; /* the directory checked (O_PATH) */
+static dev_t dir_dev;
+static ino_t dir_ino;
 
 /* ------------------------------------------------------------ names */
 
@@ -204,7 +221,9 @@ static void gid_hex(const uint8_t gid[FAB_GID_LEN], char out[33])
 	out[32] = '\0';
 }
 
-static int path_of(char *buf, size_t len, const char *kind, const uint8_t gid[FAB_GID_LEN],
+/* A file's name in the fabric directory (never a path: names are looked
+ * up relative to the directory's descriptor). */
+static int name_of(char *buf, size_t len, const char *kind, const uint8_t gid[FAB_GID_LEN],
 		   long qpn)
 {
 	char hex[33];
@@ -212,9 +231,9 @@ static int path_of(char *buf, size_t len, const char *kind, const uint8_t gid[FA
 
 	gid_hex(gid, hex);
 	if (qpn >= 0)
-		n = snprintf(buf, len, "%s/%s-%s-%ld", fab_dir(), kind, hex, qpn);
+		n = snprintf(buf, len, "%s-%s-%ld", kind, hex, qpn);
 	else
-		n = snprintf(buf, len, "%s/%s-%s", fab_dir(), kind, hex);
+		n = snprintf(buf, len, "%s-%s", kind, hex);
 	return (n < 0 || (size_t)n >= len) ? -ENAMETOOLONG : 0;
 }
 
@@ -248,9 +267,35 @@ static uint64_t random_u64(void)
 	return v ? v : 1;
 }
 
-static int sys_open(const char *path, int flags)
+/* This process's pid namespace: the inode of /proc/self/ns/pid, 0 when it
+ * cannot be read. Worked out again in a child (a fork after
+ * unshare(CLONE_NEWPID) is in another namespace than its parent). */
+static uint64_t own_pidns(void)
 {
-	return (int)syscall(SYS_openat, AT_FDCWD, path, flags | O_NOFOLLOW | O_CLOEXEC, 0600);
+	static uint64_t ns;
+	static pid_t for_pid;
+	struct stat st;
+
+	if (for_pid == efasim_pid())
+		return ns;
+	ns = syscall(SYS_newfstatat, AT_FDCWD, "/proc/self/ns/pid", &st, 0) ? 0 : (uint64_t)st.st_ino;
+	for_pid = efasim_pid();
+	return ns;
+}
+
+static int fab_dir_ready(void);
+
+/* Opens name in the fabric directory (never through a symlink): an fd, or
+ * -1 with errno. */
+static int sys_open(const char *name, int flags)
+{
+	int rc = fab_dir_ready();
+
+	if (rc) {
+		errno = -rc;
+		return -1;
+	}
+	return (int)syscall(SYS_openat, dir_fd, name, flags | O_NOFOLLOW | O_CLOEXEC, 0600);
 }
 
 /* 0 when fd is a regular file of ours (what we created, or another
@@ -264,7 +309,7 @@ static int own_file(int fd, struct stat *st)
 	return 0;
 }
 
-/* Creates path (O_EXCL), or opens the file another process of ours
+/* Creates name (O_EXCL), or opens the file another process of ours
  * created there: an fd or a negative errno. *created tells which. */
 static int open_shared(const char *path, bool create, bool *created)
 {
@@ -292,77 +337,125 @@ static int open_shared(const char *path, bool create, bool *created)
 	return fd;
 }
 
-/* Why dir may not be used ("" when it may): every directory from it up to
- * / must be root's or ours; none may be writable by others, except the
- * sticky ones above it (/tmp), where others cannot move ours away. */
-static const char *dir_unsafe(const char *dir, char *why, size_t len)
+/* Why the directory open at fd (dir names it) may not be used ("" when it
+ * may): it and every directory above it up to / must be root's or ours;
+ * none may be writable by others, except the sticky ones above it (/tmp),
+ * where others cannot move ours away. Checked through fd, walking up by
+ * "..": what is checked is what is used. The names come from dir's path. */
+static const char *dir_unsafe(int fd, const char *dir, char *why, size_t len)
 {
 	char path[4096];
 	uid_t me = geteuid();
 	bool last = true;
-	struct stat st;
+	struct stat st, up;
 	char *slash;
+	int cur, parent;
 
-	if (!realpath(dir, path)) {
-		snprintf(why, len, "%s", efasim_errname(errno));
+	if (!realpath(dir, path))
+		snprintf(path, sizeof(path), "%s", dir);
+	cur = (int)syscall(SYS_openat, fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
+	if (cur < 0) {
+		snprintf(why, len, "%s: %s", path, efasim_errname(errno));
 		return why;
 	}
 	for (;;) {
-		if (syscall(SYS_newfstatat, AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW)) {
+		if (syscall(SYS_newfstatat, cur, "", &st, AT_EMPTY_PATH)) {
 			snprintf(why, len, "%s: %s", path, efasim_errname(errno));
-			return why;
+			break;
 		}
 		if (!S_ISDIR(st.st_mode)) {
 			snprintf(why, len, "%s is not a directory", path);
-			return why;
+			break;
 		}
 		if (st.st_uid != me && st.st_uid != 0) {
 			snprintf(why, len, "%s belongs to uid %u", path, (unsigned)st.st_uid);
-			return why;
+			break;
 		}
 		if (last && st.st_uid != me) {
 			snprintf(why, len, "%s belongs to uid %u, not to us", path, (unsigned)st.st_uid);
-			return why;
+			break;
 		}
 		if ((st.st_mode & 022) && (last || !(st.st_mode & S_ISVTX))) {
 			snprintf(why, len, "%s is writable by %s (mode %04o)", path,
 				 (st.st_mode & 002) ? "others" : "its group",
 				 (unsigned)(st.st_mode & 07777));
-			return why;
-		}
-		if (!strcmp(path, "/"))
 			break;
+		}
+		parent = (int)syscall(SYS_openat, cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
+		if (parent < 0 || syscall(SYS_newfstatat, parent, "", &up, AT_EMPTY_PATH)) {
+			snprintf(why, len, "%s/..: %s", path, efasim_errname(errno));
+			if (parent >= 0)
+				efasim_sys_close(parent);
+			break;
+		}
+		if (up.st_dev == st.st_dev && up.st_ino == st.st_ino) { /* / */
+			efasim_sys_close(parent);
+			why[0] = '\0';
+			break;
+		}
+		efasim_sys_close(cur);
+		cur = parent;
 		slash = strrchr(path, '/');
 		if (slash == path)
 			slash[1] = '\0';
-		else
+		else if (slash)
 			*slash = '\0';
 		last = false;
 	}
-	why[0] = '\0';
+	efasim_sys_close(cur);
 	return why;
 }
 
-/* The fabric directory, made if missing: 0, or -EACCES said once when
- * another user could write it. */
+/* Whether dir_fd is still the directory that was checked (a program may
+ * close descriptors behind the library's back, and reuse the number). */
+static bool dir_fd_same(void)
+{
+	struct stat st;
+
+	return dir_fd >= 0 && !syscall(SYS_newfstatat, dir_fd, "", &st, AT_EMPTY_PATH) &&
+	       S_ISDIR(st.st_mode) && st.st_dev == dir_dev && st.st_ino == dir_ino;
+}
+
+/* The fabric directory, made if missing, opened and checked: 0, or
+ * -EACCES said once when another user could write it. */
 static int fab_dir_ready(void)
 {
 	char why[4400];
-	int rc;
+	struct stat st;
+	int rc, fd;
 
-	if (dir_verdict)
-		return dir_verdict > 0 ? 0 : dir_verdict;
+	if (dir_verdict < 0)
+		return dir_verdict;
+	if (dir_verdict > 0) {
+		if (dir_fd_same())
+			return 0;
+		/* closed behind our back: the number is not ours any more */
+		dir_fd = -1;
+		dir_verdict = 0;
+	}
 	rc = mkdir_p(fab_dir());
 	if (rc) {
 		efasim_warn("fabric directory %s: %s", fab_dir(), efasim_errname(-rc));
 		return rc;
 	}
-	if (dir_unsafe(fab_dir(), why, sizeof(why))[0]) {
+	fd = (int)syscall(SYS_openat, AT_FDCWD, fab_dir(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
+	if (fd < 0 || syscall(SYS_newfstatat, fd, "", &st, AT_EMPTY_PATH)) {
+		rc = -errno;
+		if (fd >= 0)
+			efasim_sys_close(fd);
+		efasim_warn("fabric directory %s: %s", fab_dir(), efasim_errname(-rc));
+		return rc;
+	}
+	if (dir_unsafe(fd, fab_dir(), why, sizeof(why))[0]) {
 		efasim_warn("fabric directory %s refused: %s (another user could plant files there "
 			    "and inject packets; use a directory only you can write)", fab_dir(), why);
+		efasim_sys_close(fd);
 		dir_verdict = -EACCES;
 		return dir_verdict;
 	}
+	dir_fd = fd;
+	dir_dev = st.st_dev;
+	dir_ino = st.st_ino;
 	dir_verdict = 1;
 	return 0;
 }
@@ -392,7 +485,7 @@ static struct fab_devfile *devfile(const uint8_t gid[FAB_GID_LEN], uint32_t max_
 		if (!memcmp(devfiles[i].gid, gid, FAB_GID_LEN))
 			goto found;
 	if (ndevfiles == FAB_MAX_DEVS || fab_dir_ready() ||
-	    path_of(path, sizeof(path), "dev", gid, -1))
+	    name_of(path, sizeof(path), "dev", gid, -1))
 		return NULL;
 	fd = open_shared(path, create, &created);
 	if (fd < 0)
@@ -424,7 +517,7 @@ found:
 	return d;
 }
 
-static int lock_at(int fd, off_t off, short type, int cmd, pid_t *holder)
+static int lock_at(int fd, off_t off, short type, int cmd, pid_t *holder, bool *held)
 {
 	struct flock fl = { .l_type = type, .l_whence = SEEK_SET, .l_start = off, .l_len = 1 };
 
@@ -432,12 +525,14 @@ static int lock_at(int fd, off_t off, short type, int cmd, pid_t *holder)
 		return -errno;
 	if (holder)
 		*holder = fl.l_type == F_UNLCK ? 0 : fl.l_pid;
+	if (held)
+		*held = fl.l_type != F_UNLCK;
 	return 0;
 }
 
-static int lock_byte(int fd, uint32_t qpn, short type, int cmd, pid_t *holder)
+static int lock_byte(int fd, uint32_t qpn, short type, int cmd)
 {
-	return lock_at(fd, FAB_LOCK_BASE + (off_t)qpn, type, cmd, holder);
+	return lock_at(fd, FAB_LOCK_BASE + (off_t)qpn, type, cmd, NULL, NULL);
 }
 
 bool fab_local_gid(const uint8_t gid[FAB_GID_LEN])
@@ -516,7 +611,7 @@ int fab_qp_create(const uint8_t gid[FAB_GID_LEN], uint32_t max_qp, uint32_t type
 	for (qpn = 1; qpn <= d->max_qp; qpn++) {
 		if (d->owned[qpn])
 			continue;
-		if (lock_byte(d->fd, qpn, F_WRLCK, F_SETLK, NULL) == 0)
+		if (lock_byte(d->fd, qpn, F_WRLCK, F_SETLK) == 0)
 			break;
 	}
 	if (qpn > d->max_qp)
@@ -524,7 +619,7 @@ int fab_qp_create(const uint8_t gid[FAB_GID_LEN], uint32_t max_qp, uint32_t type
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		goto err_unlock;
-	if (path_of(q->path, sizeof(q->path), "qp", gid, qpn))
+	if (name_of(q->path, sizeof(q->path), "qp", gid, qpn))
 		goto err_free;
 	/* a name nobody can guess, made by us alone */
 	snprintf(tmp, sizeof(tmp), "%s.%d.%016llx.tmp", q->path, (int)getpid(),
@@ -549,6 +644,7 @@ int fab_qp_create(const uint8_t gid[FAB_GID_LEN], uint32_t max_qp, uint32_t type
 	q->hdr->qpn = qpn;
 	q->hdr->type = type;
 	q->hdr->owner_pid = (int32_t)getpid();
+	q->hdr->pidns = own_pidns();
 	q->hdr->nonce = random_u64();
 	q->hdr->nports = FAB_PORTS;
 	q->hdr->nslots = FAB_SLOTS;
@@ -558,7 +654,7 @@ int fab_qp_create(const uint8_t gid[FAB_GID_LEN], uint32_t max_qp, uint32_t type
 	memcpy(q->hdr->engine, own_engine, sizeof(q->hdr->engine));
 	atomic_store_explicit(&q->hdr->live, 1, memory_order_release);
 	mark_dead(q->path, gid, qpn);
-	if (rename(tmp, q->path))
+	if (renameat(dir_fd, tmp, dir_fd, q->path))
 		goto err_map;
 	d->owned[qpn] = 1;
 	*out = q;
@@ -571,21 +667,21 @@ err_file:
 	rc = errno ? -errno : -ENOMEM;
 	if (fd >= 0)
 		efasim_sys_close(fd);
-	unlink(tmp);
+	unlinkat(dir_fd, tmp, 0);
 	free(q);
-	lock_byte(d->fd, qpn, F_UNLCK, F_SETLK, NULL);
+	lock_byte(d->fd, qpn, F_UNLCK, F_SETLK);
 	efasim_warn("cannot create a QP file in %s: %s", fab_dir(), efasim_errname(-rc));
 	return rc;
 err_free_errno:
 	rc = -errno;
 	free(q);
-	lock_byte(d->fd, qpn, F_UNLCK, F_SETLK, NULL);
+	lock_byte(d->fd, qpn, F_UNLCK, F_SETLK);
 	efasim_warn("cannot create a QP file in %s: %s", fab_dir(), efasim_errname(-rc));
 	return rc;
 err_free:
 	free(q);
 err_unlock:
-	lock_byte(d->fd, qpn, F_UNLCK, F_SETLK, NULL);
+	lock_byte(d->fd, qpn, F_UNLCK, F_SETLK);
 	return -ENOMEM;
 }
 
@@ -595,11 +691,12 @@ void fab_qp_destroy(struct fab_qpfile *q)
 		return;
 	atomic_store_explicit(&q->hdr->live, 0, memory_order_release);
 	/* still ours while the byte is locked: nobody renamed over it */
-	unlink(q->path);
+	if (fab_dir_ready() == 0)
+		unlinkat(dir_fd, q->path, 0);
 	munmap(q->base, q->size);
 	if (q->dev->owned && q->qpn <= q->dev->max_qp)
 		q->dev->owned[q->qpn] = 0;
-	lock_byte(q->dev->fd, q->qpn, F_UNLCK, F_SETLK, NULL);
+	lock_byte(q->dev->fd, q->qpn, F_UNLCK, F_SETLK);
 	free(q);
 }
 
@@ -725,7 +822,7 @@ int fab_peer_open(const uint8_t gid[FAB_GID_LEN], uint32_t qpn, struct fab_peer 
 
 	if (!d)
 		return -ENODEV;
-	if (path_of(path, sizeof(path), "qp", gid, qpn))
+	if (name_of(path, sizeof(path), "qp", gid, qpn))
 		return -ENOENT;
 	p = calloc(1, sizeof(*p));
 	if (!p)
@@ -748,14 +845,15 @@ int fab_peer_open(const uint8_t gid[FAB_GID_LEN], uint32_t qpn, struct fab_peer 
 		return -ENOENT;
 	}
 	p->nonce = p->hdr->nonce;
+	p->pid = -1; /* the first check learns it */
 	alive = fab_peer_alive(p);
 	if (alive <= 0) {
 		fab_peer_close(p);
 		return -ENOENT;
 	}
 	p->hdr->engine[sizeof(p->hdr->engine) - 1] = '\0';
-	if (p->hdr->engine[0] && !strchr(p->hdr->engine, '/')) {
-		snprintf(path, sizeof(path), "%s/%s", fab_dir(), p->hdr->engine);
+	if (!strncmp(p->hdr->engine, "eng-", 4) && !strchr(p->hdr->engine, '/')) {
+		snprintf(path, sizeof(path), "%s", p->hdr->engine);
 		p->wake = map_file(path, sizeof(struct fab_wake), &wsize);
 		p->wake_size = p->wake ? wsize : 0;
 	}
@@ -794,20 +892,44 @@ void fab_peer_forget(struct fab_peer *p)
 	fab_peer_close(p);
 }
 
+/*
+ * Whether the QP's process still holds its QPN: the POSIX lock on the QPN's
+ * byte, which the kernel drops when the process dies (or execs: the device
+ * file is close-on-exec). F_GETLK names the holder by its pid in our pid
+ * namespace (0 when it is not visible from here). The first check learns
+ * that pid; later ones want the same holder. In the owner's own namespace
+ * the holder must also be the pid the file names, so that the new QP of a
+ * dead one's number (which holds the lock before it marks the old file)
+ * is not taken for the old.
+ */
 int fab_peer_alive(struct fab_peer *p)
 {
+	struct fab_devfile *d = p->dev;
 	pid_t holder = 0;
+	bool held = false;
+	int rc;
 
 	if (!atomic_load_explicit(&p->hdr->live, memory_order_acquire))
 		return 0;
-	if (p->hdr->owner_pid == (int32_t)efasim_pid())
-		/* our own QP: the lock does not conflict with ourselves */
-		return p->dev->owned && p->qpn <= p->dev->max_qp && p->dev->owned[p->qpn] ? 1 : 0;
-	if (lock_byte(p->dev->fd, p->qpn, F_WRLCK, F_GETLK, &holder))
+	if (d->owned && p->qpn <= d->max_qp && d->owned[p->qpn]) {
+		/* we hold that QPN: a lock does not conflict with its owner,
+		 * so F_GETLK cannot tell; the live QP of it is ours */
+		if (p->hdr->owner_pid != (int32_t)efasim_pid() || p->hdr->pidns != own_pidns())
+			return -1;
+		p->pid = efasim_pid();
+		return 1;
+	}
+	rc = lock_at(d->fd, FAB_LOCK_BASE + (off_t)p->qpn, F_WRLCK, F_GETLK, &holder, &held);
+	if (rc)
 		return 1; /* cannot tell: assume alive */
-	if (holder == 0)
+	if (!held)
 		return -1;
-	return holder == p->hdr->owner_pid ? 1 : -1;
+	if (p->pid < 0) {
+		if (p->hdr->pidns && p->hdr->pidns == own_pidns() && holder != p->hdr->owner_pid)
+			return -1;
+		p->pid = holder;
+	}
+	return holder == p->pid ? 1 : -1;
 }
 
 uint32_t fab_peer_type(const struct fab_peer *p)
@@ -928,9 +1050,10 @@ void fab_mr_unpublish(uint64_t ctx, uint32_t key)
 	}
 }
 
-void fab_qp_publish_mrs(struct fab_qpfile *q, uint64_t ctx, uint32_t pd)
+void fab_qp_publish_mrs(struct fab_qpfile *q, uint64_t ctx, uint32_t pd, bool reads)
 {
 	atomic_store_explicit(&q->hdr->mr_pd, pd, memory_order_relaxed);
+	atomic_store_explicit(&q->hdr->mr_reads, reads ? 1 : 0, memory_order_relaxed);
 	atomic_store_explicit(&q->hdr->mr_ctx, ctx, memory_order_release);
 }
 
@@ -945,7 +1068,11 @@ uint32_t fab_peer_qkey(const struct fab_peer *p)
 }
 
 /* The peer's MR table, if the process behind it is the one this process
- * reaches at that pid (pid namespaces, a reused pid): checked once. */
+ * reaches at the pid it sees it by (pid namespaces: the pid its lock
+ * shows; 0 when it is not visible from here): checked once, as a first
+ * guess only. What proves the owner is its token, read in the same
+ * process_vm_readv as the bytes of every copy (dp_mem.c): a pid can be
+ * reused, a process can exec. */
 static struct fab_mr_hdr *peer_mrs(struct fab_peer *p)
 {
 	struct fab_mr_hdr *t;
@@ -958,15 +1085,18 @@ static struct fab_mr_hdr *peer_mrs(struct fab_peer *p)
 	if (atomic_load_explicit(&t->magic, memory_order_acquire) != FAB_MR_MAGIC || !t->nslots ||
 	    (t->nslots & (t->nslots - 1)) ||
 	    p->wake_size < FAB_MR_OFF + sizeof(*t) + (size_t)t->nslots * sizeof(struct fab_mr_rec) ||
-	    t->pid != p->hdr->owner_pid) {
+	    t->pid != p->hdr->owner_pid || p->pid <= 0) {
 		p->verified = -1;
+		if (p->pid == 0)
+			efasim_trace("QP %u: its process is in a pid namespace this one cannot see; "
+				     "RDMA reads of it and sends from it go through packets", p->qpn);
 		return NULL;
 	}
 	if (p->verified)
 		return t;
 	r.iov_base = (void *)(uintptr_t)t->token_addr;
 	r.iov_len = sizeof(token);
-	p->verified = syscall(SYS_process_vm_readv, (pid_t)t->pid, &l, 1UL, &r, 1UL, 0UL) ==
+	p->verified = syscall(SYS_process_vm_readv, p->pid, &l, 1UL, &r, 1UL, 0UL) ==
 				      (long)sizeof(token) && token == t->token ? 1 : -1;
 	if (p->verified < 0)
 		efasim_trace("QP %u: its process is out of reach; RDMA reads of it and sends from it "
@@ -975,30 +1105,29 @@ static struct fab_mr_hdr *peer_mrs(struct fab_peer *p)
 	return p->verified > 0 ? t : NULL;
 }
 
-int fab_peer_owner(struct fab_peer *p, pid_t *pid, uint64_t *token_addr, uint64_t *token)
+void fab_peer_lost(struct fab_peer *p)
 {
-	struct fab_mr_hdr *t = peer_mrs(p);
-
-	if (!t)
-		return -ENOENT;
-	*pid = t->pid;
-	*token_addr = t->token_addr;
-	*token = t->token;
-	return 0;
+	if (p->verified > 0)
+		efasim_trace("QP %u: another process has its process's pid, or it exec()ed: its "
+			     "memory is read no more", p->qpn);
+	p->verified = -1;
 }
 
-int fab_peer_mr(struct fab_peer *p, uint32_t rkey, uint32_t access, uint64_t raddr, uint64_t len,
+int fab_peer_mr(struct fab_peer *p, uint32_t key, uint32_t access, uint64_t iova, uint64_t len,
 		struct fab_rmem *out)
 {
 	uint64_t ctx = atomic_load_explicit(&p->hdr->mr_ctx, memory_order_acquire);
 	uint32_t pd = atomic_load_explicit(&p->hdr->mr_pd, memory_order_relaxed);
+	uint32_t reads = atomic_load_explicit(&p->hdr->mr_reads, memory_order_relaxed);
 	struct fab_mr_hdr *t;
 	int i;
 
-	if (!ctx || !(t = peer_mrs(p)))
+	if (!ctx || (access && !reads))
 		return -ENOENT;
+	if (!(t = peer_mrs(p)))
+		return -ENODEV;
 	for (i = 0; i < FAB_MR_WINDOW; i++) {
-		struct fab_mr_rec *r = mr_slot(t, rkey, i), c;
+		struct fab_mr_rec *r = mr_slot(t, key, i), c;
 		uint32_t seq = atomic_load_explicit(&r->seq, memory_order_acquire);
 
 		if (seq & 1)
@@ -1013,14 +1142,16 @@ int fab_peer_mr(struct fab_peer *p, uint32_t rkey, uint32_t access, uint64_t rad
 		atomic_thread_fence(memory_order_acquire);
 		if (atomic_load_explicit(&r->seq, memory_order_relaxed) != seq)
 			continue;
-		if (c.ctx != ctx || c.key != rkey)
+		if (c.ctx != ctx || c.key != key)
 			continue;
-		/* the checks the responder makes; anything else is its to say */
-		if (c.pd != pd || (c.access & access) != access || raddr < c.iova ||
-		    raddr + len < raddr || raddr + len > c.iova + c.len)
+		/* the checks the owner's device makes; anything else is its to say */
+		if (c.pd != pd || (c.access & access) != access || iova < c.iova ||
+		    iova + len < iova || iova + len > c.iova + c.len)
 			return -EACCES;
-		out->pid = t->pid;
-		out->addr = c.addr + (raddr - c.iova);
+		out->pid = p->pid;
+		out->addr = c.addr + (iova - c.iova);
+		out->token_addr = t->token_addr;
+		out->token = t->token;
 		out->rec = r;
 		out->seq = seq;
 		return 0;
@@ -1049,7 +1180,7 @@ int fab_engine_init(void)
 	if (rc)
 		return rc;
 	snprintf(own_engine, sizeof(own_engine), "eng-%016llx", (unsigned long long)random_u64());
-	snprintf(path, sizeof(path), "%s/%s", fab_dir(), own_engine);
+	snprintf(path, sizeof(path), "%s", own_engine);
 	fd = sys_open(path, O_RDWR | O_CREAT | O_EXCL);
 	if (fd < 0)
 		return -errno;
@@ -1061,7 +1192,7 @@ int fab_engine_init(void)
 	own_wake = sys_mmap_shared(fd, FAB_ENGINE_SIZE);
 	/* held while we live (the descriptor stays open): a file nobody locks
 	 * is a departed engine's, and `efap2p sim` removes it */
-	lock_at(fd, 0, F_WRLCK, F_SETLK, NULL);
+	lock_at(fd, 0, F_WRLCK, F_SETLK, NULL, NULL);
 	if (own_wake == MAP_FAILED) {
 		own_wake = NULL;
 		return -ENOMEM;

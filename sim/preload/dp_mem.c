@@ -10,7 +10,15 @@
  * process, as DMA would: a buffer unmapped behind the device's back gives
  * an error completion, never a crash. An RDMA read copies from the
  * responder process's memory the same way (the MRs it published, fabric.h),
- * so that the responder need not run.
+ * so that the responder need not run, and a pulled send from the sender's.
+ *
+ * What a peer may read is what the device would: a registered MR of a live
+ * QP's process, checked when the bytes are copied. Every copy from another
+ * process reads that process's token in the same process_vm_readv as the
+ * bytes (one system call reads one address space: the pid named the owner
+ * for the whole copy, not a process that took the pid since, nor the
+ * program the owner exec()ed); the caller checks the MR's record before
+ * and after. A copy that fails those checks wipes what it wrote.
  */
 #include "engine.h"
 
@@ -34,13 +42,18 @@ static uint64_t tags;
 
 /* ------------------------------------------------------------ published MRs */
 
-static void mr_publish(const struct dp_ctx *ctx, const struct dp_mr *mr)
+static void mr_publish(const struct dp_ctx *ctx, struct dp_mr *mr)
 {
 	uint64_t addr;
 
-	if (dp_mr_where(mr, mr->iova, 0, &addr))
-		return;
-	fab_mr_publish(ctx->tag, mr->pd, mr->key, mr->access, mr->iova, mr->length, addr);
+	mr->published = !dp_mr_where(mr, mr->iova, 0, &addr) &&
+			!fab_mr_publish(ctx->tag, mr->pd, mr->key, mr->access, mr->iova, mr->length,
+					addr);
+}
+
+bool dp_mr_published(const struct dp_ctx *ctx, const struct dp_mr *mr)
+{
+	return ctx->published == efasim_pid() && mr->published;
 }
 
 bool dp_mem_publish(struct dp_ctx *ctx)
@@ -85,6 +98,7 @@ void dp_mr_del(struct dp_ctx *ctx, struct dp_mr *mr)
 	/* first: no peer reads it once the deregistration returns */
 	if (ctx->published == efasim_pid())
 		fab_mr_unpublish(ctx->tag, mr->key);
+	mr->published = 0;
 	for (p = &ctx->mrs[mr_bucket(mr->key)]; *p; p = &(*p)->hnext) {
 		if (*p == mr) {
 			*p = mr->hnext;
@@ -250,44 +264,65 @@ int dp_mr_where(const struct dp_mr *mr, uint64_t iova, size_t len, uint64_t *add
 	return 0;
 }
 
-int dp_mem_pull(pid_t pid, uint64_t token_addr, uint64_t token, const struct iovec *local,
-		int nlocal, const struct fab_seg *segs, int nseg, size_t len)
+/* Writes zeros over this process's buffers l[0..n) (a failed copy's). */
+void dp_mem_wipe_iov(const struct iovec *l, int n)
 {
-	struct iovec l[DP_PULL_IOV + 1], r[FAB_PULL_SEGS + 1];
+	static const uint8_t zero[4096];
+	int i;
+
+	for (i = 0; i < n; i++) {
+		uint64_t a = (uint64_t)(uintptr_t)l[i].iov_base, left = l[i].iov_len;
+
+		while (left) {
+			size_t k = left < sizeof(zero) ? (size_t)left : sizeof(zero);
+
+			if (user_copy(true, a, (void *)zero, k))
+				break; /* unmapped: nothing of it to wipe */
+			a += k;
+			left -= k;
+		}
+	}
+}
+
+void dp_mem_wipe(const struct dp_mr *mr, uint64_t iova, size_t len)
+{
+	uint64_t where;
+	struct iovec l;
+
+	if (dp_mr_where(mr, iova, len, &where))
+		return;
+	l.iov_base = (void *)(uintptr_t)where;
+	l.iov_len = len;
+	if (mr->on_dmabuf)
+		memset(l.iov_base, 0, len);
+	else
+		dp_mem_wipe_iov(&l, 1);
+}
+
+/* One process_vm_readv of the owner's bytes (remote, len in all) into
+ * local, the owner's token last: 0 or a DP_PEER_ error (what was written
+ * wiped). */
+static int peer_copy(const struct fab_rmem *rm, const struct iovec *local, int nlocal,
+		     const struct iovec *remote, int nremote, size_t len)
+{
+	struct iovec l[DP_PULL_IOV + 1], r[DP_PULL_IOV + 1];
 	uint64_t seen = 0;
 	ssize_t n;
 	int i;
 
-	if (nlocal > DP_PULL_IOV || nseg > FAB_PULL_SEGS || !dp_mem_direct())
-		return -1;
+	if (nlocal > DP_PULL_IOV || nremote > DP_PULL_IOV || !dp_mem_direct() || rm->pid <= 0)
+		return DP_PEER_UNREACHABLE;
 	for (i = 0; i < nlocal; i++)
 		l[i] = local[i];
-	for (i = 0; i < nseg; i++) {
-		r[i].iov_base = (void *)(uintptr_t)segs[i].addr;
-		r[i].iov_len = segs[i].len;
-	}
-#ifdef EFASIM_BENCH_FLOOR
-	/* the benchmark's floor (make bench): a send's first buffer (the
-	 * header libfabric puts there) is copied, the rest is not */
-	if (nseg > 1) {
-		size_t keep = segs[0].len;
-
-		for (i = 0; i < nlocal && keep; i++) {
-			if (l[i].iov_len > keep)
-				l[i].iov_len = keep;
-			keep -= l[i].iov_len;
-		}
-		nlocal = i;
-		nseg = 1;
-		len = segs[0].len;
-	}
-#endif
+	for (i = 0; i < nremote; i++)
+		r[i] = remote[i];
 	/* the owner's token last, read in the same call: the pid named the
-	 * sender for the whole copy, not another process that took it since */
+	 * owner for the whole copy, not another process that took it since,
+	 * nor the program it exec()ed */
 	l[nlocal] = (struct iovec){ &seen, sizeof(seen) };
-	r[nseg] = (struct iovec){ (void *)(uintptr_t)token_addr, sizeof(seen) };
-	n = process_vm_readv(pid, l, (unsigned long)nlocal + 1, r, (unsigned long)nseg + 1, 0);
-	if (n == (ssize_t)(len + sizeof(seen)) && seen == token) {
+	r[nremote] = (struct iovec){ (void *)(uintptr_t)rm->token_addr, sizeof(seen) };
+	n = process_vm_readv(rm->pid, l, (unsigned long)nlocal + 1, r, (unsigned long)nremote + 1, 0);
+	if (n == (ssize_t)(len + sizeof(seen)) && seen == rm->token) {
 #ifdef HAVE_VALGRIND
 		if (RUNNING_ON_VALGRIND)
 			for (i = 0; i < nlocal; i++)
@@ -297,36 +332,50 @@ int dp_mem_pull(pid_t pid, uint64_t token_addr, uint64_t token, const struct iov
 	}
 	if (n < 0 && (errno == ENOSYS || errno == EPERM)) {
 		atomic_store(&peer_broken, 1);
-		return -1;
+		return DP_PEER_UNREACHABLE;
 	}
 	if (n < 0 && errno == ESRCH)
-		return -1;
-	if (n == (ssize_t)(len + sizeof(seen)))
-		return -1; /* another process has that pid now */
-	return -2;
+		return DP_PEER_NOT_OWNER; /* nothing was written */
+	if (n > 0)
+		dp_mem_wipe_iov(local, nlocal);
+	/* the bytes were there but the token was not, or had another value:
+	 * not the owner's memory (the owner's token is mapped for as long as
+	 * it runs that program); short of the bytes, a buffer failed */
+	return n >= (ssize_t)len ? DP_PEER_NOT_OWNER : DP_PEER_FAULT;
 }
 
-int dp_mem_read_peer(const struct dp_mr *mr, uint64_t iova, pid_t pid, uint64_t addr, size_t len)
+int dp_mem_pull(const struct fab_rmem *rm, const struct iovec *local, int nlocal,
+		const struct iovec *remote, int nremote, size_t len)
 {
-	struct iovec l, r = { (void *)(uintptr_t)addr, len };
+#ifdef EFASIM_BENCH_FLOOR
+	/* the benchmark's floor (make bench): a send's first buffer (the
+	 * header libfabric puts there) is copied, the rest is not */
+	struct iovec l[DP_PULL_IOV];
+	int i;
+
+	if (nremote > 1 && nlocal <= DP_PULL_IOV) {
+		size_t keep = remote[0].iov_len;
+
+		for (i = 0; i < nlocal && keep; i++) {
+			l[i] = local[i];
+			if (l[i].iov_len > keep)
+				l[i].iov_len = keep;
+			keep -= l[i].iov_len;
+		}
+		return peer_copy(rm, l, i, remote, 1, remote[0].iov_len);
+	}
+#endif
+	return peer_copy(rm, local, nlocal, remote, nremote, len);
+}
+
+int dp_mem_read_peer(const struct dp_mr *mr, uint64_t iova, const struct fab_rmem *rm, size_t len)
+{
+	struct iovec l, r = { (void *)(uintptr_t)rm->addr, len };
 	uint64_t where;
-	ssize_t n;
 
 	if (!dp_mem_direct() || dp_mr_where(mr, iova, len, &where))
-		return -1;
-	if (!len)
-		return 0;
+		return DP_PEER_UNREACHABLE;
 	l.iov_base = (void *)(uintptr_t)where;
 	l.iov_len = len;
-	n = process_vm_readv(pid, &l, 1, &r, 1, 0);
-	if (n == (ssize_t)len) {
-#ifdef HAVE_VALGRIND
-		if (RUNNING_ON_VALGRIND)
-			VALGRIND_MAKE_MEM_DEFINED(l.iov_base, len);
-#endif
-		return 0;
-	}
-	if (n < 0 && (errno == ENOSYS || errno == EPERM))
-		atomic_store(&peer_broken, 1);
-	return -1;
+	return peer_copy(rm, &l, 1, &r, 1, len);
 }

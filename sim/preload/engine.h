@@ -126,6 +126,7 @@ struct dp_mr {
 	uint32_t pd;      /* the PD handle */
 	uint32_t access;
 	uint8_t on_dmabuf;
+	uint8_t published; /* in this process's MR table (fabric.h) */
 	uint64_t iova, length;
 	uint64_t start;   /* user memory */
 	void *map;        /* a dma-buf: the library's mapping of it */
@@ -165,23 +166,39 @@ int dp_mr_range(const struct dp_mr *mr, uint64_t iova, size_t len, uint64_t *off
 /* Memory the device reads and writes: 0 or an efa_status. */
 int dp_mem_read(const struct dp_mr *mr, uint64_t iova, void *dst, size_t len);
 int dp_mem_write(const struct dp_mr *mr, uint64_t iova, const void *src, size_t len);
-/* Reads len bytes at addr of process pid into the MR's [iova, iova+len):
- * 0, or -1 (nothing can be said: read through packets instead). */
-int dp_mem_read_peer(const struct dp_mr *mr, uint64_t iova, pid_t pid, uint64_t addr, size_t len);
+/*
+ * Copies from another process's memory (fabric.h): the owner's token is
+ * read in the same process_vm_readv as the bytes, so that the pid named
+ * the owner for the whole copy. 0 copied; DP_PEER_UNREACHABLE nothing
+ * copied (this process may not read that one: ptrace rules,
+ * EFASIM_DIRECT_READ=0); DP_PEER_NOT_OWNER another process has the pid,
+ * or the owner exec()ed or died; DP_PEER_FAULT a buffer could not be read
+ * or written. Whatever a failed copy wrote into this process's buffers is
+ * wiped.
+ */
+#define DP_PEER_UNREACHABLE (-1)
+#define DP_PEER_NOT_OWNER (-2)
+#define DP_PEER_FAULT (-3)
+/* An RDMA read: len bytes of the owner's memory (rm) into the MR's [iova,
+ * iova+len). */
+int dp_mem_read_peer(const struct dp_mr *mr, uint64_t iova, const struct fab_rmem *rm, size_t len);
+/* Wipes the MR's [iova, iova+len): a read whose region changed meanwhile. */
+void dp_mem_wipe(const struct dp_mr *mr, uint64_t iova, size_t len);
+void dp_mem_wipe_iov(const struct iovec *l, int n);
 /* Whether the device may copy straight between processes (EFASIM_DIRECT_READ
  * is not 0, and reading another process was not refused). */
 bool dp_mem_direct(void);
 /* Where the MR's [iova, iova+len) is in this process: 0 (*addr) or
  * ST_INVALID_LKEY. */
 int dp_mr_where(const struct dp_mr *mr, uint64_t iova, size_t len, uint64_t *addr);
-/* A pulled send (fabric.h): copies the len bytes at segs of process pid,
- * the owner of the word at token_addr that holds token, into local (this
- * process's receive buffers, len bytes in all). 0; -1 when that process
- * cannot be read (ptrace rules, gone, another has its pid); -2 when a
- * buffer could not be read or written. */
+/* Whether peers find the MR in this process's MR table. */
+bool dp_mr_published(const struct dp_ctx *ctx, const struct dp_mr *mr);
+/* A pulled send (fabric.h): copies the len bytes at remote (nremote
+ * buffers, where rm found them) of the process rm names into local (this
+ * process's receive buffers, len bytes in all): 0 or a DP_PEER_ error. */
 #define DP_PULL_IOV 16
-int dp_mem_pull(pid_t pid, uint64_t token_addr, uint64_t token, const struct iovec *local,
-		int nlocal, const struct fab_seg *segs, int nseg, size_t len);
+int dp_mem_pull(const struct fab_rmem *rm, const struct iovec *local, int nlocal,
+		const struct iovec *remote, int nremote, size_t len);
 /* Publishes the context's MRs for peers that read them (once per process;
  * later registrations follow): false when this process has no table. */
 bool dp_mem_publish(struct dp_ctx *ctx);

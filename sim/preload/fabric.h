@@ -26,7 +26,10 @@ enum fab_pkt_type {
 /* A send whose bytes stay in the sender's memory until the receiver copies
  * them from there (its payload is nseg struct fab_seg), as the device
  * fetches a send's bytes from host memory only once it has a receive
- * buffer for them: one copy, straight into that buffer. */
+ * buffer for them: one copy, straight into that buffer. The buffers are
+ * named as the WQE names them (lkey, address, length): the receiver finds
+ * them in the sender's published MRs when it copies, so that a region
+ * deregistered meanwhile is not read. */
 #define PKT_F_PULL 8u
 
 /* The header of every packet in a port slot. */
@@ -47,9 +50,11 @@ struct fab_pkt {
 };
 _Static_assert(sizeof(struct fab_pkt) <= FAB_PKT_HDR, "packet header");
 
-/* Where a pulled send's bytes are, in the sender's memory. */
+/* One buffer of a pulled send, as its WQE names it. */
 struct fab_seg {
-	uint64_t addr, len;
+	uint64_t iova, len;
+	uint32_t key; /* the MR's, whole */
+	uint32_t pad;
 };
 #define FAB_PULL_SEGS 2 /* a send WQE has at most two buffers */
 
@@ -92,16 +97,22 @@ void fab_peer_commit(struct fab_peer *p);
 
 /*
  * Memory regions a peer may read without this process running, as the
- * device serves RDMA reads without the host's CPU: the owner publishes
- * them (in its engine's file, so not before fab_engine_init) and names,
- * per QP, the context and PD they are looked up in; a requester finds
- * one by rkey and copies from the owner's memory itself (process_vm_readv),
- * then checks that the record did not change meanwhile. What is not found
- * there is read through packets, where the responder has the last word.
+ * device serves RDMA reads without the host's CPU, and as the receiver's
+ * device takes a pulled send's bytes: the owner publishes them (in its
+ * engine's file, so not before fab_engine_init) and names, per QP, the
+ * context and PD they are looked up in; a peer finds one by key and copies
+ * from the owner's memory itself (process_vm_readv, the owner's token read
+ * in the same call: a pid can be reused, a process can exec), then checks
+ * that the record did not change meanwhile (a region deregistered is never
+ * read). What is not found there is read through packets, where the owner
+ * has the last word.
  */
 struct fab_rmem {
 	pid_t pid;     /* the owner, as this process sees it */
 	uint64_t addr; /* the bytes, in the owner's memory */
+	/* a word of the owner's memory and its value: read with the bytes,
+	 * it tells the owner from another process at that pid */
+	uint64_t token_addr, token;
 	void *rec;
 	uint32_t seq;
 };
@@ -111,18 +122,20 @@ bool fab_mr_table_ready(void);
 int fab_mr_publish(uint64_t ctx, uint32_t pd, uint32_t key, uint32_t access, uint64_t iova,
 		   uint64_t len, uint64_t addr);
 void fab_mr_unpublish(uint64_t ctx, uint32_t key);
-void fab_qp_publish_mrs(struct fab_qpfile *q, uint64_t ctx, uint32_t pd);
+/* The QP's MRs are the context ctx's in PD pd; reads: peers may read them
+ * (the device has the RDMA_READ cap). */
+void fab_qp_publish_mrs(struct fab_qpfile *q, uint64_t ctx, uint32_t pd, bool reads);
 uint32_t fab_peer_state(const struct fab_peer *p);
 uint32_t fab_peer_qkey(const struct fab_peer *p);
-/* The peer QP's MR of rkey covering [raddr, raddr+len) with access: 0,
- * -ENOENT (not published, or the owner cannot be reached), -EACCES (the
- * responder would refuse). */
-int fab_peer_mr(struct fab_peer *p, uint32_t rkey, uint32_t access, uint64_t raddr, uint64_t len,
+/* The peer QP's MR of key covering [iova, iova+len) with access (0: the
+ * owner's own read of a send's buffer): 0, -ENODEV (its process cannot be
+ * reached from here: read through packets, send the bytes), -ENOENT (not
+ * published: deregistered, or never), -EACCES (the owner would refuse). */
+int fab_peer_mr(struct fab_peer *p, uint32_t key, uint32_t access, uint64_t iova, uint64_t len,
 		struct fab_rmem *out);
-/* The process behind the peer QP, as this process reaches it: its pid and
- * a word of its memory (address and value) that tells it from another
- * process given that pid later. 0, or -ENOENT (it cannot be reached). */
-int fab_peer_owner(struct fab_peer *p, pid_t *pid, uint64_t *token_addr, uint64_t *token);
+/* A copy found another process than the owner at its pid (the token
+ * differed): the peer's memory is read no more. */
+void fab_peer_lost(struct fab_peer *p);
 /* After the copy: the record and the QP are as they were. */
 bool fab_peer_mr_still(const struct fab_peer *p, const struct fab_rmem *m);
 
