@@ -303,7 +303,7 @@ static const char *dir_unsafe(const char *dir, char *why, size_t len)
 	struct stat st;
 	char *slash;
 
-	if (!realpath(dir, path)) {
+	if (!EFASIM_REAL(realpath) || !EFASIM_REAL(realpath)(dir, path)) {
 		snprintf(why, len, "%s", efasim_errname(errno));
 		return why;
 	}
