@@ -12,7 +12,7 @@
 #   scripts/debian13.sh BUILD root     make the root if needed; print its path
 #   scripts/debian13.sh BUILD run CMD  CMD (a shell command line) inside it
 #
-# As root (chroot and the mounts); make test-debian13 runs it with sudo.
+# As root (the mounts and pivot_root); make test-debian13 runs it with sudo.
 # The mounts live in a mount namespace of their own (unshare -m): they are
 # gone when the command ends, whatever way it ends. MIRROR (Debian's archive
 # by default) and DEBIAN13_SUITE (trixie) choose where the root comes from.
@@ -36,7 +36,7 @@ prometheus udev systemd man-db libcap2-bin time util-linux"
 packages=$(echo $packages | tr ' ' '\n' | sort -u | tr '\n' ' ')
 
 fail() { echo "debian13: $*" >&2; exit 1; }
-[ "$(id -u)" = 0 ] || fail "needs root (chroot and mounts): sudo $0 ..."
+[ "$(id -u)" = 0 ] || fail "needs root (mounts, pivot_root): sudo $0 ..."
 
 key=$(printf '%s\n' "$suite" "$mirror" $packages | sha256sum | cut -c1-12)
 base="$build/debian13"
@@ -74,7 +74,7 @@ make_root() {
 }
 
 # enter ROOT TREE BUILD GOROOT GOMODCACHE GOCACHE CMD: the mounts, then CMD
-# chrooted; run by in_root in a mount namespace of its own.
+# in the root; run by in_root in a mount namespace of its own.
 enter() {
 	set -euo pipefail
 	local root=$1 tree=$2 build=$3 goroot=$4 gomodcache=$5 gocache=$6 cmd=$7
@@ -98,7 +98,14 @@ enter() {
 		goenv=(GOROOT="$goroot" GOMODCACHE="$gomodcache" GOCACHE="$gocache" GOFLAGS=-mod=readonly
 			GOPROXY=off GOTOOLCHAIN=local)
 	fi
-	exec chroot "$root" env -i PATH="$path" HOME=/root LANG=C.UTF-8 TERM=dumb TMPDIR=/dev/shm \
+	# the root becomes the namespace's own (pivot_root, not chroot: the
+	# kernel lets no chrooted process make a user namespace, which tests do)
+	mkdir -p "$root/.oldroot"
+	cd "$root"
+	pivot_root . .oldroot
+	umount -l /.oldroot
+	cd /
+	exec env -i PATH="$path" HOME=/root LANG=C.UTF-8 TERM=dumb TMPDIR=/dev/shm \
 		"${goenv[@]}" bash -c 'cd "$0" && eval "$1"' "$tree" "$cmd"
 }
 
