@@ -4,6 +4,8 @@
 #   make build    build/efap2p, build/libefasim.so, build/libefap2p.so ...
 #   make test     go vet + gofmt check + go test + ctest (the README's test command)
 #   make test-programs  perftest, qperf, Open MPI, fabtests checks over the emulator
+#   make test-debian13  the same build and suites on Debian 13 (rdma-core 56,
+#                 libfabric 2.1), in a root made with mmdebstrap (root)
 #   make run      the main job on the embedded default machine (p5.48xlarge)
 #   make fleet-test  efap2p check inside Slurm, Prometheus and NFD (root;
 #                 installs FLEET_PACKAGES; CI runs it)
@@ -101,7 +103,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Tests write many small sysfs trees: on tmpfs when the machine has one.
 TEST_TMPDIR ?= $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm || echo $${TMPDIR:-/tmp})
 
-.PHONY: all deps build go-build c-build go-check test test-programs go-test c-test vet run fleet-test bench install uninstall deb clean fuzz kernel-truth
+.PHONY: all deps build go-build c-build go-check test test-programs test-debian13 go-test c-test vet run fleet-test bench install uninstall deb clean fuzz kernel-truth
 
 all: build
 
@@ -157,6 +159,16 @@ test-programs: go-build c-build
 	cd $(BUILD)/cmake && ctest --output-on-failure -L programs
 
 test: vet go-test c-test
+
+# Debian 13's stack (rdma-core 56.1, libfabric 2.1.0) beside this one: a
+# Debian 13 root made with mmdebstrap from Debian's archive (once, kept in
+# $(BUILD)/debian13/ until its package list changes), the checkout mounted
+# in it, and every ctest suite (test-programs' too) and the Go tests run
+# there on this build, unchanged (scripts/debian13.sh; as root).
+test-debian13: go-build c-build
+	@command -v mmdebstrap >/dev/null || $(SUDO) env DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y --no-install-recommends mmdebstrap
+	$(SUDO) env GO=$(GO) scripts/debian13.sh $(BUILD) test
 
 run: build
 	@./scripts/run-default.sh $(BUILD)

@@ -4,6 +4,7 @@ package models
 
 import (
 	"fmt"
+	"hash/fnv"
 	"path/filepath"
 	"strings"
 
@@ -16,8 +17,8 @@ import (
 // Machine: its fields are top-level fields of the model file.
 type Host struct {
 	// DMI is the firmware's identity of the machine, written as
-	// class/dmi/id/* (on EC2, sys_vendor "Amazon EC2" and product_name the
-	// instance type).
+	// class/dmi/id/* (on EC2, sys_vendor "Amazon EC2", product_name the
+	// instance type and board_asset_tag the instance's ID, InstanceID).
 	DMI *DMI `json:"dmi,omitempty"`
 	// Modules are the loaded kernel modules, written as module/<name>/.
 	// A model without modules writes no module/ directory at all (module
@@ -33,6 +34,19 @@ type Host struct {
 type DMI struct {
 	SysVendor   string `json:"sys_vendor"`
 	ProductName string `json:"product_name"`
+}
+
+// EC2Vendor is the sys_vendor of an EC2 instance's DMI.
+const EC2Vendor = "Amazon EC2"
+
+// InstanceID is the EC2 instance ID of host number host (0: alone) of a
+// fabric of emulated machines named name: "i-0" and 16 hex digits, the
+// form EC2 writes in the DMI board asset tag and libfabric's EFA provider
+// reads as its host ID (distinct for the hosts of one fabric).
+func InstanceID(name string, host uint16) string {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s/%d", name, host)
+	return fmt.Sprintf("i-0%016x", h.Sum64())
 }
 
 // Module is one loaded kernel module.
@@ -131,6 +145,9 @@ func (w *treeWriter) host() {
 		w.mkdir(id)
 		w.file(filepath.Join(id, "sys_vendor"), d.SysVendor+"\n")
 		w.file(filepath.Join(id, "product_name"), d.ProductName+"\n")
+		if d.SysVendor == EC2Vendor {
+			w.file(filepath.Join(id, "board_asset_tag"), InstanceID(w.m.Name, w.opt.Host)+"\n")
+		}
 		w.mkdir(filepath.Join(w.dir, "class/dmi"))
 		w.link(filepath.Join(w.dir, "class/dmi/id"), id)
 	}

@@ -61,6 +61,39 @@ func TestHostWritten(t *testing.T) {
 		t.Errorf("class/dmi/id -> %q, %v", target, err)
 	}
 
+	// EC2's board asset tag: the instance ID, one per host of a fabric
+	tag := func(host uint16) string {
+		d := t.TempDir()
+		if err := m.Write(d, WriteOptions{Host: host}); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(d, "class/dmi/id/board_asset_tag"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	alone, first, second := tag(0), tag(1), tag(2)
+	for _, id := range []string{alone, first, second} {
+		// libfabric reads 16 hex digits after "i-0" (efa_get_host_id)
+		if len(id) != len("i-0123456789abcdef0\n") || !strings.HasPrefix(id, "i-0") || !strings.HasSuffix(id, "\n") ||
+			strings.Trim(id[3:19], "0123456789abcdef") != "" {
+			t.Errorf("board_asset_tag %q: want i-0 and 16 hex digits", id)
+		}
+	}
+	if alone == first || first == second || alone != tag(0) {
+		t.Errorf("instance IDs of hosts 0, 1, 2: %q %q %q: want distinct and stable", alone, first, second)
+	}
+	other, err := tinyWithHost(t, strings.Replace(hostFields, "Amazon EC2", "QEMU", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := t.TempDir(); other.Write(d, WriteOptions{}) != nil {
+		t.Fatal("write")
+	} else if _, err := os.Lstat(filepath.Join(d, "class/dmi/id/board_asset_tag")); err == nil {
+		t.Error("a machine that is not EC2's has an instance ID")
+	}
+
 	// A model without host fields writes neither DMI nor module/.
 	plain, _ := Parse([]byte(tinyModel), "tiny.json")
 	dir = t.TempDir()

@@ -29,9 +29,19 @@ without the emulator's copy of the bytes, the floor any copy could reach.
 
 With EFASIM_BASELINE_LIBRARY set to another build of libefasim.so, its rows
 ("before") are measured in the same rounds (EFASIM_LIBRARY for `efap2p sim`).
+
+With BENCH_DEBIAN13 naming scripts/debian13.sh (scripts/bench-datapath.sh
+sets it when it may run it: as root), the "Debian 13" rows run the same
+build inside make test-debian13's Debian 13 root (libfabric 2.1), in the
+same rounds as this host's rows: its efa rows name the efa fabric (`-f
+efa`: efa-direct, which fi_pingpong takes by default there, carries no
+message over 8800 bytes), on which libfabric 2.x reads with the device's
+RDMA by default; its tcp and shm rows are that libfabric's. Each row's
+ratios are to tcp and shm of its own stack.
 """
 
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -44,6 +54,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from ports import free_port, listening  # noqa: E402
 
 TIMEOUT = 600
+D13 = "Debian 13: "  # the label of the rows run inside the Debian 13 root
 
 
 def result_row(out):
@@ -63,10 +74,34 @@ class Bench:
         self.efap2p = os.path.join(build, "efap2p")
         self.count = int(os.environ.get("BENCH_COUNT", "5"))
         self.baseline = os.environ.get("EFASIM_BASELINE_LIBRARY", "")
+        self.build = build
+        self.debian13 = os.environ.get("BENCH_DEBIAN13", "")
 
-    def pingpong(self, prov, ep, size, iters, hosts="one", lib=None, rdma=False):
+    def in_debian13(self, prov, args, port, hosts, rdma):
+        """One row's run inside the Debian 13 root: the server in the
+        background, then the client, whose output is what comes back."""
+        efap2p = shlex.quote(os.path.abspath(self.efap2p))
+        server = " ".join(map(shlex.quote, args + ["-B", str(port)]))
+        client = " ".join(map(shlex.quote, args + ["-P", str(port), "127.0.0.1"]))
+        wait = (f"while ! grep -qi ':{port:04X} 00000000:0000 0A' /proc/net/tcp /proc/net/tcp6 "
+                f"2>/dev/null; do sleep 0.05; done")
+        env = "export FI_EFA_USE_DEVICE_RDMA=1; " if rdma else ""
+        if prov == "efa" and hosts == "two":
+            script = (f"{env}d=$(mktemp -d); {efap2p} sim --fabric \"$d\" -- {server} >/dev/null 2>&1 & "
+                      f"{wait}; {efap2p} sim --fabric \"$d\" -- {client}; wait")
+        elif prov == "efa":
+            inner = f"{server} >/dev/null 2>&1 & {wait}; {client}; wait"
+            script = f"{env}export FI_EFA_ENABLE_SHM_TRANSFER=0; {efap2p} sim -- sh -c {shlex.quote(inner)}"
+        else:
+            script = f"{server} >/dev/null 2>&1 & {wait}; {client}; wait"
+        return [self.debian13, self.build, "run", script]
+
+    def pingpong(self, prov, ep, size, iters, hosts="one", lib=None, rdma=False, debian13=False,
+                 fabric=None):
         port = free_port()
         args = ["fi_pingpong", "-p", prov, "-e", ep, "-S", str(size), "-I", str(iters)]
+        if fabric:
+            args += ["-f", fabric]
         env = dict(os.environ)
         env.pop("EFASIM_TRACE", None)
         fab = None
@@ -75,7 +110,9 @@ class Bench:
         env.pop("FI_EFA_USE_DEVICE_RDMA", None)
         if rdma:
             env["FI_EFA_USE_DEVICE_RDMA"] = "1"
-        if prov != "efa":
+        if debian13:
+            server_cmd, client_cmd = None, self.in_debian13(prov, args, port, hosts, rdma)
+        elif prov != "efa":
             server_cmd, client_cmd = args + ["-B", str(port)], args + ["-P", str(port), "127.0.0.1"]
         elif hosts == "one":
             env["FI_EFA_ENABLE_SHM_TRANSFER"] = "0"
@@ -155,11 +192,32 @@ def main():
              ("shm rdm", dict(prov="shm", ep="rdm", size=64, iters=2000))]
     small += [(l + " (rdm, one host)", dict(prov="efa", ep="rdm", size=64, iters=2000, lib=p))
               for l, p in before]
+    if b.debian13:
+        d13 = dict(debian13=True)
+        efa13 = dict(d13, fabric="efa")
+        mib += [(D13 + "efa, one host", dict(prov="efa", ep="rdm", size=1 << 20, iters=50, **efa13)),
+                (D13 + "efa, two hosts", dict(prov="efa", ep="rdm", size=1 << 20, iters=50, hosts="two",
+                                              **efa13)),
+                (D13 + "tcp", dict(prov="tcp", ep="rdm", size=1 << 20, iters=50, **d13)),
+                (D13 + "shm", dict(prov="shm", ep="rdm", size=1 << 20, iters=50, **d13))]
+        gib += [(D13 + "efa, one host", dict(prov="efa", ep="rdm", size=1 << 20, iters=512, **efa13)),
+                (D13 + "tcp", dict(prov="tcp", ep="rdm", size=1 << 20, iters=512, **d13)),
+                (D13 + "shm", dict(prov="shm", ep="rdm", size=1 << 20, iters=512, **d13))]
+        small += [(D13 + "efa rdm (SRD), one host", dict(prov="efa", ep="rdm", size=64, iters=2000, **efa13)),
+                  (D13 + "efa-direct rdm (SRD), one host",
+                   dict(prov="efa", ep="rdm", size=64, iters=2000, debian13=True, fabric="efa-direct")),
+                  (D13 + "efa dgram (UD), one host", dict(prov="efa", ep="dgram", size=64, iters=2000, **d13)),
+                  (D13 + "tcp rdm", dict(prov="tcp", ep="rdm", size=64, iters=2000, **d13)),
+                  (D13 + "shm rdm", dict(prov="shm", ep="rdm", size=64, iters=2000, **d13))]
     t0 = time.monotonic()
     r_mib, r_gib, r_small = b.run(mib), b.run(gib), b.run(small)
     took = time.monotonic() - t0
     libfabric = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "libfabric1"],
                                capture_output=True, text=True).stdout or "?"
+    if b.debian13:
+        v = subprocess.run([b.debian13, build, "run", "dpkg-query -W -f '${Version}' libfabric1"],
+                           capture_output=True, text=True).stdout or "?"
+        libfabric += f" (the Debian 13 rows: libfabric {v})"
     print("## EFA emulator data path (fi_pingpong beside tcp and shm)\n")
     print(f"Measured {time.strftime('%Y-%m-%d', time.gmtime())} on {os.cpu_count()} CPUs "
           f"(load average {os.getloadavg()[0]:.1f} at the end), {os.uname().sysname} "
@@ -172,20 +230,24 @@ def main():
         print("The rows \"efa, before\" are the build of libefasim.so named by EFASIM_BASELINE_LIBRARY, "
               "measured in the same rounds as the others.\n")
 
-    def ratio(res, key):
+    def stack_of(label):
+        return D13 if label.startswith(D13) else ""
+
+    def ratio(res, key, stack=""):
         """The one-host efa row against tcp (above 1: better than tcp), or None."""
-        e = med([x[key] for x in res.get("efa, one host", [])])
-        t = med([x[key] for x in res.get("tcp", [])])
+        e = med([x[key] for x in res.get(stack + "efa, one host", [])])
+        t = med([x[key] for x in res.get(stack + "tcp", [])])
         if not e or not t:
             return None
         return e / t if key == 0 else t / e
 
     def bw_table(res, title, key):
-        tcp = med([x[key] for x in res.get("tcp", [])])
-        shm = med([x[key] for x in res.get("shm", [])])
         print(f"| {title} | median | range | x tcp | x shm |")
         print("|---|---|---|---|---|")
         for label, vals in res.items():
+            # the ratios are to the tcp and shm of the row's own stack
+            tcp = med([x[key] for x in res.get(stack_of(label) + "tcp", [])])
+            shm = med([x[key] for x in res.get(stack_of(label) + "shm", [])])
             v = [x[key] for x in vals]
             m = med(v)
             rng = f"{min(v):.4g}-{max(v):.4g}" if v else ""
@@ -206,6 +268,15 @@ def main():
     met = r1 is not None and r2 is not None and r1 >= 1.0 and r2 >= 1.0
     print(f"Target: the emulator (one host) at >= 1.0x tcp at 1 MiB and for 1 GiB: "
           f"{'met' if met else 'not met'} in this run ({fmt(r1, '.2f')}x, {fmt(r2, '.2f')}x).\n")
+    if b.debian13:
+        r1, r2 = ratio(r_mib, 0, D13), ratio(r_gib, 2, D13)
+        met = r1 is not None and r2 is not None and r1 >= 1.0 and r2 >= 1.0
+        print(f"On Debian 13 (libfabric 2.1's default path for these sizes: the efa fabric, reading "
+              f"with the device's RDMA): {'met' if met else 'not met'} in this run "
+              f"({fmt(r1, '.2f')}x, {fmt(r2, '.2f')}x).\n")
+    else:
+        print("The Debian 13 rows were not measured: they need root (scripts/debian13.sh, as "
+              "`make test-debian13` runs it).\n")
     if floor:
         label = floor[0][0]
         f1 = med([x[0] for x in r_mib.get(label, [])])

@@ -4,7 +4,9 @@
 # Markdown section on stdout (for BENCHMARKS.md; `make bench` calls it).
 #   scripts/bench-datapath.sh [BUILD_DIR]      default: build
 # BENCH_COUNT runs of each row (default 5); EFASIM_BASELINE_LIBRARY adds the
-# rows of another libefasim.so. See scripts/bench-datapath.py.
+# rows of another libefasim.so. As root, the same rows on Debian 13 too
+# (libfabric 2.1), in make test-debian13's root (scripts/debian13.sh builds
+# it when it is not there yet). See scripts/bench-datapath.py.
 set -euo pipefail
 build=${1:-build}
 for f in "$build/efap2p" "$build/libefasim.so"; do
@@ -17,4 +19,10 @@ if ! command -v fi_pingpong >/dev/null; then
 	echo "bench-datapath: fi_pingpong is missing; 'make deps' installs libfabric-bin" >&2
 	exit 1
 fi
-exec python3 "$(dirname "$0")/bench-datapath.py" "$build"
+here=$(cd "$(dirname "$0")" && pwd)
+if [ "$(id -u)" = 0 ] && command -v mmdebstrap >/dev/null && "$here/debian13.sh" "$build" root >&2; then
+	export BENCH_DEBIAN13="$here/debian13.sh"
+else
+	unset BENCH_DEBIAN13
+fi
+exec python3 "$here/bench-datapath.py" "$build"

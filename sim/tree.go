@@ -56,7 +56,44 @@ func WriteTree(m *models.Machine, dir string, opt TreeOptions) error {
 	if err := os.WriteFile(filepath.Join(dir, KernelConfigName), []byte(m.KernelConfigFile()), 0o444); err != nil {
 		return err
 	}
+	owned, err := HostSysfs(dir)
+	if err != nil {
+		return err
+	}
+	for _, rel := range owned {
+		conf += "sysfs " + rel + "\n"
+	}
 	return os.WriteFile(filepath.Join(dir, EmulatorConfigName), []byte(conf), 0o444)
+}
+
+// hostSysfs are the parts of /sys that stand for the emulated machine
+// whatever the tree holds of them: its PCI devices, RDMA devices, DMI
+// identity, CPUs and NUMA nodes, ACPI tables and kernel modules. A part the
+// model leaves out is absent on the emulated host, not this host's.
+var hostSysfs = []string{
+	"bus/pci", "class/dmi", "class/infiniband", "class/infiniband_mad", "class/infiniband_verbs",
+	"devices/system/cpu", "devices/system/node", "devices/virtual/dmi", "firmware/acpi", "module",
+}
+
+// HostSysfs lists the subtrees of /sys, relative to it, that an emulated
+// host's tree at dir answers for: hostSysfs and each device hierarchy the
+// tree has under devices/ (devices/pci0000:00, devices/LNXSYSTM:00, ...).
+// The emulator (libefasim) opens their files in the tree when a program
+// names them by absolute path (efasim.conf's "sysfs" lines); the rest of
+// /sys (network interfaces, huge pages, cgroups) is this host's, which the
+// programs' traffic and memory really use.
+func HostSysfs(dir string) ([]string, error) {
+	owned := append([]string(nil), hostSysfs...)
+	ents, err := os.ReadDir(filepath.Join(dir, "devices"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	for _, e := range ents {
+		if n := e.Name(); e.IsDir() && n != "system" && n != "virtual" {
+			owned = append(owned, "devices/"+n)
+		}
+	}
+	return owned, nil
 }
 
 // TreeMachine names the machine an emulated host's tree at root was
@@ -125,6 +162,11 @@ func PrepareTreeDir(dir string, force bool) error {
 //	function <pci> <vendor> <device> <class> <driver|->
 //	device <uverbsN> <ibdev> <pci> key=value ...
 //	verdict <nic-pci> <owner-pci> p2p|bounced|refused
+//
+// WriteTree adds one line per subtree of /sys the tree answers for
+// (HostSysfs):
+//
+//	sysfs <relative path>
 //
 // The emulated kernel decides every (EFA NIC, dma-buf owner) pair: the
 // hand-worked expected verdicts first (the ground truth), then, for every

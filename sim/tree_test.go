@@ -69,3 +69,57 @@ func TestWriteTreeUnprivileged(t *testing.T) {
 		t.Logf("CapSysAdmin %v for euid %d (a container may drop it from root)", got, os.Geteuid())
 	}
 }
+
+// TestHostSysfs: the tree's configuration names the parts of /sys the
+// emulated host answers for: the model's device hierarchies (each root bus
+// of p5.48xlarge, the VMBus one of a Hyper-V guest, the platform one of a
+// device-tree arm64 machine) and its classes, DMI,
+// CPUs, NUMA nodes, ACPI tables and modules; never the parts that are this
+// host's (network interfaces, huge pages), nor all of devices/.
+func TestHostSysfs(t *testing.T) {
+	tests := []struct {
+		machine   string
+		want, not []string
+	}{
+		{"p5.48xlarge",
+			[]string{"bus/pci", "class/infiniband", "class/infiniband_verbs", "class/dmi", "devices/virtual/dmi",
+				"devices/system/cpu", "devices/system/node", "module", "devices/pci0000:00", "devices/pci0000:44",
+				"devices/pci0000:bb"},
+			[]string{"devices", "devices/system", "devices/virtual", "class/net", "kernel/mm/hugepages", "class"}},
+		{"hyperv-vpci", []string{"devices/LNXSYSTM:00"}, []string{"devices/pci0000:00"}},
+		{"arm64-devicetree", []string{"devices/platform"}, []string{"devices/LNXSYSTM:00"}},
+		{"hygon-hmat-p2p", []string{"firmware/acpi", "devices/LNXSYSTM:00", "devices/pci0000:80"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.machine, func(t *testing.T) {
+			m, err := models.Builtin(tt.machine)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			if err := WriteTree(m, dir, TreeOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			conf, err := os.ReadFile(filepath.Join(dir, EmulatorConfigName))
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := map[string]bool{}
+			for _, l := range strings.Split(string(conf), "\n") {
+				if rel, ok := strings.CutPrefix(l, "sysfs "); ok {
+					lines[rel] = true
+				}
+			}
+			for _, w := range tt.want {
+				if !lines[w] {
+					t.Errorf("no line sysfs %s", w)
+				}
+			}
+			for _, n := range tt.not {
+				if lines[n] {
+					t.Errorf("sysfs %s: this host's part of /sys", n)
+				}
+			}
+		})
+	}
+}

@@ -13,7 +13,10 @@
  * before their receives, matched by tag; RMA write and read of 1 MiB; a
  * message longer than its receive buffer (a truncation error completion).
  * dgram (UD): fi_getinfo's answer and a ping-pong up to the MTU with the
- * message prefix. Exit status 0 when every check passed.
+ * message prefix, each operation with its fi_context2; whether the provider
+ * asks for FI_CONTEXT2 (libfabric 2.1 does: hints without it get no dgram
+ * endpoint) follows ctests/stack.py (DGRAM_CONTEXT2), under which the
+ * program runs. Exit status 0 when every check passed.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -37,6 +40,8 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
+
+#include "../stack.h"
 
 #define BUF (2u << 20)
 #define WAIT_S 20
@@ -73,6 +78,7 @@ struct fab {
 	void *desc;
 	size_t prefix; /* FI_MSG_PREFIX: bytes before the payload */
 	fi_addr_t peer;
+	struct fi_context2 ctx[2]; /* dgram's receive and send (FI_CONTEXT2) */
 };
 
 static double now(void)
@@ -183,22 +189,55 @@ static void sync_progressing(struct fid_cq *cq)
 
 /* ------------------------------------------------------------ libfabric */
 
-static void fab_open(struct fab *f, enum fi_ep_type type)
+/* fi_getinfo of the efa provider for an endpoint type and hints' mode */
+static int efa_getinfo(enum fi_ep_type type, uint64_t mode, struct fi_info **info)
 {
 	struct fi_info *hints = fi_allocinfo();
+	int rc;
+
+	hints->ep_attr->type = type;
+	hints->caps = type == FI_EP_RDM ? FI_MSG | FI_TAGGED | FI_RMA : FI_MSG;
+	hints->mode = mode;
+	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	hints->fabric_attr->prov_name = strdup("efa");
+	rc = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, info);
+	fi_freeinfo(hints);
+	return rc;
+}
+
+/* dgram and FI_CONTEXT2, as the installed libfabric wants it */
+static void dgram_context2(void)
+{
+	struct fi_info *info = NULL;
+	int want = stack_has("DGRAM_CONTEXT2");
+	int rc = efa_getinfo(FI_EP_DGRAM, FI_MSG_PREFIX, &info);
+
+	if (want && rc != -FI_ENODATA)
+		FAIL("dgram hints without FI_CONTEXT2: %s, want no data (libfabric %s)", fi_strerror(-rc),
+		     stack_release("libfabric"));
+	if (!want && rc)
+		FAIL("dgram hints without FI_CONTEXT2: %s (libfabric %s)", fi_strerror(-rc),
+		     stack_release("libfabric"));
+	if (!want && !rc && (info->mode & FI_CONTEXT2))
+		FAIL("dgram asks for FI_CONTEXT2 (libfabric %s)", stack_release("libfabric"));
+	if (info)
+		fi_freeinfo(info);
+	if (!server)
+		printf("dgram needs FI_CONTEXT2: %s (libfabric %s)\n", want ? "yes" : "no",
+		       stack_release("libfabric"));
+}
+
+static void fab_open(struct fab *f, enum fi_ep_type type)
+{
 	struct fi_cq_attr cqa = { .size = 1024 };
 	struct fi_av_attr ava = { .type = FI_AV_TABLE };
 	char name[256], peer[256];
 	size_t len = sizeof(name);
 	int rc;
 
-	hints->ep_attr->type = type;
-	hints->caps = type == FI_EP_RDM ? FI_MSG | FI_TAGGED | FI_RMA : FI_MSG;
-	hints->mode = type == FI_EP_DGRAM ? FI_MSG_PREFIX : 0;
-	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-	hints->fabric_attr->prov_name = strdup("efa");
-	rc = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &f->info);
-	fi_freeinfo(hints);
+	if (type == FI_EP_DGRAM)
+		dgram_context2();
+	rc = efa_getinfo(type, type == FI_EP_DGRAM ? FI_MSG_PREFIX | FI_CONTEXT2 : 0, &f->info);
 	if (rc) {
 		FAIL("fi_getinfo efa %s: %s", type == FI_EP_RDM ? "rdm" : "dgram", fi_strerror(-rc));
 		exit(1);
@@ -506,7 +545,7 @@ static void t_dgram(struct fab *f)
 			/* a datagram may be lost: the sender waits for the
 			 * receiver to be ready */
 			if (server) {
-				POST(f, fi_recv(f->ep, f->buf, pre + sz, f->desc, f->peer, NULL));
+				POST(f, fi_recv(f->ep, f->buf, pre + sz, f->desc, f->peer, &f->ctx[0]));
 				sync_sides();
 				wait_cq(f, 1, NULL, NULL);
 				if (!same(f->buf + pre, sz, seed))
@@ -514,7 +553,7 @@ static void t_dgram(struct fab *f)
 			} else {
 				fill(f->buf + pre, sz, seed);
 				sync_sides();
-				POST(f, fi_send(f->ep, f->buf, pre + sz, f->desc, f->peer, NULL));
+				POST(f, fi_send(f->ep, f->buf, pre + sz, f->desc, f->peer, &f->ctx[1]));
 				wait_cq(f, 1, NULL, NULL);
 			}
 			sync_sides();

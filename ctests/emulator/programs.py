@@ -30,6 +30,14 @@ agent). Every wait is bounded: a hang fails.
                      MPI_Put/MPI_Get through osc rdma over btl ofi
   fabtest_rdm, fabtest_dgram
                      the fabtests checks written against libfabric (fabtest)
+  trn2_nics          trn2.48xlarge: ibv_devices and fi_info -p efa list its 16
+                     NICs (PCI ID efa3)
+  trn2_send_bw_srd, trn2_fabtest_rdm
+                     perftest and fabtest between trn2's NICs
+The trn2 scenarios need a libefa that claims efa3 (rdma-core 53+,
+ctests/stack.py: EFA3); elsewhere they say why and exit 77 (skipped). The
+programs run with ctests/stack.py's EFASTACK_* variables (fabtest reads
+them).
 """
 
 import os
@@ -43,13 +51,18 @@ import time
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 from ports import free_port, listening  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import stack  # noqa: E402
+
 TIMEOUT = 120
+P5 = "p5.48xlarge"
+TRN2 = "trn2.48xlarge"
 
 
-def perftest(tool, conn, extra=()):
+def perftest(tool, conn, extra=(), devs=("rdmap79s0", "rdmap80s0")):
     def cmds(port, hosts):
         base = [tool, "-c", conn, "-x", "0", "-n", "200", "-p", str(port)] + list(extra)
-        sdev, cdev = ("rdmap79s0", "rdmap80s0") if hosts == "one" else ("rdmap79s0", "rdmap79s0")
+        sdev, cdev = devs if hosts == "one" else (devs[0], devs[0])
         return base + ["-d", sdev], base + ["-d", cdev, "127.0.0.1"]
     return {"cmds": cmds, "listens": True, "ok": results_row}
 
@@ -107,7 +120,12 @@ SCENARIOS = {
                      and "completion channel" not in out},
     "fabtest_rdm": fabtest("rdm"),
     "fabtest_dgram": fabtest("dgram"),
+    # trn2's first and last NIC, on different root buses and NUMA nodes
+    "trn2_send_bw_srd": dict(perftest("ib_send_bw", "SRD", devs=("rdmap86s0", "rdmap246s0")),
+                             machine=TRN2, needs="EFA3"),
+    "trn2_fabtest_rdm": dict(fabtest("rdm"), machine=TRN2, needs="EFA3"),
 }
+TRN2_NICS = 16
 
 
 def text(x):
@@ -201,6 +219,24 @@ def mpi(name, efap2p, hosts, env):
     print(f"{name}: passed")
 
 
+def trn2_nics(efap2p, env):
+    """ibv_devices and fi_info inside trn2.48xlarge list its 16 NICs."""
+    sim = [efap2p, "sim", "--machine", TRN2, "--"]
+    devs = subprocess.run(sim + ["ibv_devices"], env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    names = [l.split()[0] for l in devs.stdout.splitlines() if l.strip().startswith("rdmap")]
+    print(devs.stdout + devs.stderr)
+    if devs.returncode != 0 or len(names) != TRN2_NICS:
+        sys.exit(f"FAIL trn2_nics: ibv_devices lists {len(names)} devices, want {TRN2_NICS}")
+    if shutil.which("fi_info"):
+        fi = subprocess.run(sim + ["fi_info", "-p", "efa", "-t", "FI_EP_RDM"], env=env, capture_output=True,
+                            text=True, timeout=TIMEOUT)
+        domains = {l.split(":", 1)[1].strip() for l in fi.stdout.splitlines() if l.strip().startswith("domain:")}
+        print(fi.stdout + fi.stderr)
+        if fi.returncode != 0 or len(domains) != TRN2_NICS:
+            sys.exit(f"FAIL trn2_nics: fi_info -p efa lists {len(domains)} rdm domains, want {TRN2_NICS}")
+    print(f"trn2_nics: {TRN2_NICS} NICs in ibv_devices and fi_info")
+
+
 def main():
     global BINDIR
     if len(sys.argv) == 4 and sys.argv[1] == "--inner":
@@ -211,26 +247,37 @@ def main():
         judge(name, sc, *run_pair(server, client, port, dict(os.environ), sc))
         return
     if len(sys.argv) not in (4, 5) or sys.argv[2] not in ("one", "two") or \
-            (sys.argv[3] not in SCENARIOS and sys.argv[3] not in MPI_MCA):
+            (sys.argv[3] not in SCENARIOS and sys.argv[3] not in MPI_MCA and sys.argv[3] != "trn2_nics"):
         sys.exit(__doc__)
     efap2p, hosts, name = os.path.abspath(sys.argv[1]), sys.argv[2], sys.argv[3]
     BINDIR = os.path.abspath(sys.argv[4]) if len(sys.argv) == 5 else ""
     env = dict(os.environ, FI_EFA_ENABLE_SHM_TRANSFER="0", EFASIM_PROGRAMS_BIN=BINDIR)
     env.pop("LD_PRELOAD", None)
     env.pop("EFASIM_TRACE", None)
+    st = stack.detect()
+    env.update(st.env())
+    needs = "EFA3" if name == "trn2_nics" else SCENARIOS.get(name, {}).get("needs")
+    if needs and not st.has(needs):
+        print(f"{name}: rdma-core {'.'.join(map(str, st.rdma_core))}: {stack.BEHAVIOURS[needs][2]} "
+              f"only from {'.'.join(map(str, stack.BEHAVIOURS[needs][1]))}: skipped")
+        sys.exit(77)
+    if name == "trn2_nics":
+        trn2_nics(efap2p, env)
+        return
     if name in MPI_MCA:
         mpi(name, efap2p, hosts, env)
         return
     sc = SCENARIOS[name]
+    machine = sc.get("machine", P5)
     port = free_port()
     if hosts == "one":
         inner = [sys.executable, os.path.abspath(__file__), "--inner", name, str(port)]
-        rc = subprocess.run([efap2p, "sim", "--machine", "p5.48xlarge", "--"] + inner, env=env,
+        rc = subprocess.run([efap2p, "sim", "--machine", machine, "--"] + inner, env=env,
                             timeout=3 * TIMEOUT).returncode
         sys.exit(rc)
     fabric = tempfile.mkdtemp(prefix="efap2p-fabric-")
     try:
-        sim = [efap2p, "sim", "--machine", "p5.48xlarge", "--fabric", fabric, "--"]
+        sim = [efap2p, "sim", "--machine", machine, "--fabric", fabric, "--"]
         server, client = sc["cmds"](port, "two")
         judge(name, sc, *run_pair(sim + server, sim + client, port, env, sc))
     finally:

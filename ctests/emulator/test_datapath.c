@@ -18,9 +18,11 @@
  *   GIDs fe80::<domain>:<bus><devfn>:1: rdmap3s0 fe80::300:1, rdmap5s0
  *     fe80::500:1.
  *   dma-buf owner 04:00.0 (nvidia): p2p with rdmap3s0.
- * Completion statuses as libefa 44 maps the device's: RNR 10 ->
+ * Completion statuses as libefa maps the device's: RNR 10 ->
  * IBV_WC_RNR_RETRY_EXC_ERR, bad dest QPN 9 -> IBV_WC_REM_INV_RD_REQ_ERR,
- * bad address 7 -> IBV_WC_GENERAL_ERR, bad lkey 5 -> IBV_WC_LOC_PROT_ERR,
+ * bad address 7 -> IBV_WC_GENERAL_ERR before rdma-core 52,
+ * IBV_WC_REM_ACCESS_ERR from 52 (ctests/stack.py: BAD_ADDRESS_STATUS),
+ * bad lkey 5 -> IBV_WC_LOC_PROT_ERR,
  * bad length 6 -> IBV_WC_LOC_LEN_ERR, remote bad length 11 ->
  * IBV_WC_REM_INV_REQ_ERR, flushed 1 -> IBV_WC_WR_FLUSH_ERR.
  */
@@ -37,6 +39,7 @@
 #include <infiniband/verbs.h>
 
 #include "check.h"
+#include "../stack.h"
 
 #define QKEY 0x11111111u
 #define MSG 4096
@@ -116,7 +119,10 @@ static int to_rts(struct ibv_qp *qp, int rnr_retry)
 	return rc ? rc : ibv_modify_qp(qp, &a, mask);
 }
 
-static void side_open(struct side *s, const char *dev, bool srd, int rnr_retry)
+/* A QP in RTS with a buffer of 4 MSG registered; ops and access are
+ * added to the send ops and the MR's access flags. */
+static void side_open_with(struct side *s, const char *dev, bool srd, int rnr_retry, uint64_t ops,
+			   int access)
 {
 	struct ibv_qp_init_attr_ex ia = { 0 };
 	struct efadv_qp_init_attr ea = { .driver_qp_type = EFADV_QP_DRIVER_TYPE_SRD };
@@ -138,7 +144,7 @@ static void side_open(struct side *s, const char *dev, bool srd, int rnr_retry)
 	ia.pd = s->pd;
 	ia.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	ia.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
-			    (srd ? IBV_QP_EX_WITH_RDMA_READ : 0);
+			    (srd ? IBV_QP_EX_WITH_RDMA_READ : 0) | ops;
 	s->qp = srd ? efadv_create_qp_ex(s->ctx, &ia, &ea, sizeof(ea)) : ibv_create_qp_ex(s->ctx, &ia);
 	CHECK(s->qp != NULL, "QP on %s: %s", dev, strerror(errno));
 	if (!s->qp)
@@ -148,9 +154,14 @@ static void side_open(struct side *s, const char *dev, bool srd, int rnr_retry)
 	s->buf = aligned_alloc(4096, 4 * MSG);
 	memset(s->buf, 0, 4 * MSG);
 	s->mr = ibv_reg_mr(s->pd, s->buf, 4 * MSG,
-			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | access);
 	CHECK(s->mr != NULL, "MR: %s", strerror(errno));
 	CHECK_ERR(ibv_query_gid(s->ctx, 1, 0, &s->gid), 0);
+}
+
+static void side_open(struct side *s, const char *dev, bool srd, int rnr_retry)
+{
+	side_open_with(s, dev, srd, rnr_retry, 0, 0);
 }
 
 static void side_close(struct side *s)
@@ -478,8 +489,9 @@ static void test_srd_errors(void)
 	CHECK(poll1(s.cq, &wc) && wc.vendor_err == 9, "unknown QPN: vendor_err %u", wc.vendor_err);
 	/* a GID no device has */
 	CHECK_ERR(post_send(&s, nowhere, r.qp->qp_num, QKEY, s.buf, 64, s.mr->lkey, false, 3), 0);
-	CHECK(poll1(s.cq, &wc) && wc.vendor_err == 7 && wc.status == IBV_WC_GENERAL_ERR,
-	      "unknown GID: vendor_err %u", wc.vendor_err);
+	CHECK(poll1(s.cq, &wc) && wc.vendor_err == 7 && wc.status == stack_num("BAD_ADDRESS_STATUS"),
+	      "unknown GID: vendor_err %u status %d (rdma-core %s)", wc.vendor_err, wc.status,
+	      stack_release("rdma-core"));
 	/* a wrong Q-key on SRD */
 	CHECK_ERR(post_recv(&r, 0, MSG, 4), 0);
 	CHECK_ERR(post_send(&s, ah, r.qp->qp_num, QKEY + 1, s.buf, 64, s.mr->lkey, false, 5), 0);
@@ -573,11 +585,11 @@ static void test_rdma_read(void)
 	side_close(&r);
 }
 
-/* libefa 44 has no RDMA write: it refuses the op flag (the device's own
- * RDMA write is tested by test_wqe, which writes WQEs itself). */
-static void test_no_rdma_write_in_libefa44(void)
+/* Whether libefa takes IBV_QP_EX_WITH_RDMA_WRITE on a device: errno, 0
+ * when the QP was made. */
+static int write_qp_refused(const char *dev)
 {
-	struct ibv_context *ctx = open_dev("rdmap5s0");
+	struct ibv_context *ctx = open_dev(dev);
 	struct ibv_pd *pd = ibv_alloc_pd(ctx);
 	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
 	struct ibv_qp_init_attr_ex ia = { .qp_type = IBV_QPT_DRIVER, .send_cq = cq, .recv_cq = cq,
@@ -585,13 +597,55 @@ static void test_no_rdma_write_in_libefa44(void)
 					  .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
 					  .send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE };
 	struct efadv_qp_init_attr ea = { .driver_qp_type = EFADV_QP_DRIVER_TYPE_SRD };
+	struct ibv_qp *qp;
+	int err;
 
 	errno = 0;
-	CHECK(!efadv_create_qp_ex(ctx, &ia, &ea, sizeof(ea)) && errno == EOPNOTSUPP,
-	      "libefa 44 and RDMA write: %d", errno);
+	qp = efadv_create_qp_ex(ctx, &ia, &ea, sizeof(ea));
+	err = qp ? 0 : errno;
+	if (qp)
+		ibv_destroy_qp(qp);
 	ibv_destroy_cq(cq);
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
+	return err;
+}
+
+/* RDMA write through libefa (the device's own, whatever libefa posts, is
+ * test_wqe's): from rdma-core 46 (ctests/stack.py: RDMA_WRITE) libefa
+ * takes the op where the device has the RDMA_WRITE cap (rdmap5s0) and the
+ * bytes land in the target's MR; it refuses the op flag with EOPNOTSUPP
+ * where the device has not (rdmap3s0), and before 46 on every device. */
+static void test_rdma_write(void)
+{
+	struct side s, r;
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+
+	CHECK_ERR(write_qp_refused("rdmap3s0"), EOPNOTSUPP);
+	if (!stack_has("RDMA_WRITE")) {
+		CHECK_ERR(write_qp_refused("rdmap5s0"), EOPNOTSUPP);
+		return;
+	}
+	side_open_with(&s, "rdmap5s0", true, 7, IBV_QP_EX_WITH_RDMA_WRITE, 0);
+	side_open_with(&r, "rdmap5s0", true, 7, IBV_QP_EX_WITH_RDMA_WRITE, IBV_ACCESS_REMOTE_WRITE);
+	ah = ah_to(&s, &r.gid);
+	fill(s.buf, MSG, 9);
+	ibv_wr_start(s.qpx);
+	s.qpx->wr_id = 88;
+	s.qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_write(s.qpx, r.mr->rkey, (uintptr_t)r.buf + 2 * MSG);
+	ibv_wr_set_sge(s.qpx, s.mr->lkey, (uintptr_t)s.buf, MSG);
+	ibv_wr_set_ud_addr(s.qpx, ah, r.qp->qp_num, QKEY);
+	CHECK_ERR(ibv_wr_complete(s.qpx), 0);
+	if (poll1(s.cq, &wc))
+		CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 88 && wc.opcode == IBV_WC_RDMA_WRITE,
+		      "RDMA write: status %d opcode %d", wc.status, wc.opcode);
+	CHECK(!memcmp(r.buf + 2 * MSG, s.buf, MSG), "RDMA write: bytes differ");
+	poll_none(r.cq); /* a write without immediate data completes nothing there */
+	ibv_destroy_ah(ah);
+	side_close(&s);
+	side_close(&r);
 }
 
 int main(void)
@@ -613,7 +667,7 @@ int main(void)
 	test_ud();
 	test_srd_errors();
 	test_rdma_read();
-	test_no_rdma_write_in_libefa44();
+	test_rdma_write();
 	/* devs is not freed: libibverbs keeps its devices behind interior
 	 * pointers only, which memcheck would call possibly lost */
 	return check_exit("test_datapath");

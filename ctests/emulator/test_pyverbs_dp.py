@@ -13,9 +13,10 @@ Expected values, by hand from ctests/emulator/refused.json: rdmap3s0
 (03:00.0) has RDMA_READ, RNR_RETRY, CQ_NOTIFICATIONS, CQ_WITH_SGID and no
 RDMA_WRITE; rdmap5s0 (05:00.0) has RDMA_READ and RDMA_WRITE and blocks
 peers; the H100 04:00.0 (nvidia) shares a switch with rdmap3s0 (p2p).
-GIDs: fe80::300:1 and fe80::500:1 (the model's defaults). libefa 44 maps
+GIDs: fe80::300:1 and fe80::500:1 (the model's defaults). libefa maps
 the device's status 10 (RNR) to IBV_WC_RNR_RETRY_EXC_ERR and 9 (bad
-destination QPN) to IBV_WC_REM_INV_RD_REQ_ERR.
+destination QPN) to IBV_WC_REM_INV_RD_REQ_ERR. What changed with the
+rdma-core release (RDMA write) follows ctests/stack.py.
 """
 
 import ctypes
@@ -25,6 +26,10 @@ import os
 import sys
 import time
 import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+import stack  # noqa: E402
 
 import pyverbs.enums as e
 import pyverbs.providers.efa.efa_enums as efa_e
@@ -58,9 +63,10 @@ def poll(cq, timeout=5.0):
 
 
 class Node:
-    """A context, PD, CQ and QP of one type, in RTS, with a 64 KiB MR."""
+    """A context, PD, CQ and QP of one type, in RTS, with a 64 KiB MR; with
+    write, RDMA write in the QP's send ops and REMOTE_WRITE on the MR."""
 
-    def __init__(self, name, srd):
+    def __init__(self, name, srd, write=False):
         self.ctx = Context(name=name)
         self.ahs = []
         self.pd = PD(self.ctx)
@@ -70,7 +76,7 @@ class Node:
             ia = QPInitAttrEx(cap=cap, qp_type=e.IBV_QPT_DRIVER, scq=self.cq, rcq=self.cq, pd=self.pd,
                               comp_mask=e.IBV_QP_INIT_ATTR_PD | e.IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
                               send_ops_flags=e.IBV_QP_EX_WITH_SEND | e.IBV_QP_EX_WITH_SEND_WITH_IMM |
-                              e.IBV_QP_EX_WITH_RDMA_READ)
+                              e.IBV_QP_EX_WITH_RDMA_READ | (e.IBV_QP_EX_WITH_RDMA_WRITE if write else 0))
             ea = efa.EfaQPInitAttr()
             ea.driver_qp_type = efa_e.EFADV_QP_DRIVER_TYPE_SRD
             self.qp = efa.SRDQPEx(self.ctx, ia, ea)
@@ -80,7 +86,8 @@ class Node:
         attr.qkey = QKEY
         attr.pkey_index = 0
         self.qp.to_rts(attr)
-        self.mr = MR(self.pd, 64 * 1024, e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_READ)
+        self.mr = MR(self.pd, 64 * 1024, e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_READ |
+                     (e.IBV_ACCESS_REMOTE_WRITE if write else 0))
         self.gid = self.ctx.query_gid(1, 0)
 
     def ah(self, gid):
@@ -273,17 +280,47 @@ class DataPath(unittest.TestCase):
             s.close()
             r.close()
 
-    def test_no_rdma_write_in_libefa44(self):
-        """libefa 44 refuses RDMA write even where the device has the cap."""
-        with Context(name="rdmap5s0") as ctx, PD(ctx) as pd, CQ(ctx, 16) as cq:
+    def write_qp_error(self, nic):
+        """errno of an SRD QP with RDMA write in its send ops; 0 if made."""
+        with Context(name=nic) as ctx, PD(ctx) as pd, CQ(ctx, 16) as cq:
             ia = QPInitAttrEx(cap=QPCap(), qp_type=e.IBV_QPT_DRIVER, scq=cq, rcq=cq, pd=pd,
                               comp_mask=e.IBV_QP_INIT_ATTR_PD | e.IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
                               send_ops_flags=e.IBV_QP_EX_WITH_RDMA_WRITE)
             ea = efa.EfaQPInitAttr()
             ea.driver_qp_type = efa_e.EFADV_QP_DRIVER_TYPE_SRD
-            with self.assertRaises(PyverbsRDMAError) as cm:
-                efa.SRDQPEx(ctx, ia, ea)
-            self.assertEqual(cm.exception.error_code, errno.EOPNOTSUPP)
+            try:
+                efa.SRDQPEx(ctx, ia, ea).close()
+                return 0
+            except PyverbsRDMAError as err:
+                return err.error_code
+
+    def test_rdma_write(self):
+        """libefa takes RDMA write from rdma-core 46 where the device has the
+        cap (rdmap5s0), and refuses the op where it has not (rdmap3s0) and,
+        before 46, everywhere."""
+        st = stack.detect()
+        self.assertEqual(self.write_qp_error("rdmap3s0"), errno.EOPNOTSUPP)
+        if not st.has("RDMA_WRITE"):
+            self.assertEqual(self.write_qp_error("rdmap5s0"), errno.EOPNOTSUPP, st.rdma_core)
+            return
+        s, r = Node("rdmap5s0", True, write=True), Node("rdmap5s0", True, write=True)
+        try:
+            ah = s.ah(r.gid)
+            data = pattern(4096, 9)
+            s.mr.write(data, len(data), 0)
+            s.qp.wr_start()
+            s.qp.wr_id = 88
+            s.qp.wr_flags = e.IBV_SEND_SIGNALED
+            s.qp.wr_rdma_write(r.mr.rkey, r.mr.buf + 16384)
+            s.qp.wr_set_sge(SGE(s.mr.buf, len(data), s.mr.lkey))
+            s.qp.wr_set_ud_addr(ah, r.qp.qp_num, QKEY)
+            s.qp.wr_complete()
+            wc = poll(s.cq)
+            self.assertEqual((wc.status, wc.wr_id, wc.opcode), (e.IBV_WC_SUCCESS, 88, e.IBV_WC_RDMA_WRITE))
+            self.assertEqual(r.mr.read(len(data), 16384), data)
+        finally:
+            s.close()
+            r.close()
 
 
 if __name__ == "__main__":

@@ -22,7 +22,8 @@ udev)
 	[ "$(id -u)" = 0 ] || skip "needs root (a private mount namespace)"
 	command -v udevadm >/dev/null && command -v unshare >/dev/null || skip "udevadm or unshare missing"
 	# udevadm test DEVPATH ACTION [ENV...] in a namespace whose /sys and
-	# /run/udev are private tmpfs; prints the RUN lines.
+	# /run/udev are private tmpfs; prints the commands RUN would start
+	# (systemd 252 says "run: 'CMD'", 257 "RUN{program} : CMD").
 	run() {
 		unshare -m bash -s "$src/dist/70-efap2p-topology.rules.in" "$@" <<-'SH'
 		set -e
@@ -34,10 +35,11 @@ udev)
 		mkdir -p "/sys$dev" "/sys/class/$subsystem"
 		ln -s "/sys/class/$subsystem" "/sys$dev/subsystem"
 		printf '%s\n' "$@" >"/sys$dev/uevent"
-		SYSTEMD_DEVICE_VERIFY_SYSFS=0 udevadm test --action="$action" "$dev" 2>/dev/null | grep '^run:' || true
+		SYSTEMD_DEVICE_VERIFY_SYSFS=0 udevadm test --action="$action" "$dev" 2>/dev/null |
+			sed -n -e "s/^run: '\\(.*\\)'\$/\\1/p" -e 's/^ *RUN{program} *: *//p' || true
 		SH
 	}
-	want="run: '/bin/systemctl --no-block try-restart efap2p-topology.service'"
+	want="/bin/systemctl --no-block try-restart efap2p-topology.service"
 	ib=/devices/pci0000:00/0000:00:05.0/infiniband/rdmap0s5
 	gpu=/devices/pci0000:00/0000:00:1e.0
 	for a in add remove move; do

@@ -7,6 +7,7 @@
  *	function <pci> <vendor> <device> <class> <driver|->
  *	device <uverbsN> <ibdev> <pci> key=value ...
  *	verdict <nic-pci> <owner-pci> p2p|bounced|refused
+ *	sysfs <subtree of /sys the tree answers for, e.g. class/infiniband>
  *
  * Lines of unknown kinds and unknown keys are ignored (newer writers may add
  * them). The file is read once, on first use, with raw system calls so that
@@ -328,6 +329,25 @@ static int set_fabric(struct efasim_config *c, char *rest)
 	return 0;
 }
 
+/* "sysfs class/infiniband": a relative path of plain components */
+static int add_sysfs(struct efasim_config *c, char *rest)
+{
+	char *rel = next_token(&rest), *p;
+	void *arr;
+
+	if (!rel || rel[0] == '/' || strlen(rel) >= EFASIM_SYSFS_LEN || strstr(rel, ".."))
+		return -EINVAL;
+	for (p = rel; *p; p++)
+		if (*p == '/' && (p[1] == '/' || p[1] == '\0'))
+			return -EINVAL;
+	arr = grow(c->sysfs, c->nsysfs, sizeof(*c->sysfs));
+	if (!arr)
+		return -ENOMEM;
+	c->sysfs = arr;
+	memcpy(c->sysfs[c->nsysfs++], rel, strlen(rel) + 1);
+	return 0;
+}
+
 static int parse_line(struct efasim_config *c, char *line, bool *seen_header)
 {
 	char *kw = next_token(&line);
@@ -350,6 +370,8 @@ static int parse_line(struct efasim_config *c, char *line, bool *seen_header)
 		return add_verdict(c, line);
 	if (!strcmp(kw, "fabric"))
 		return set_fabric(c, line);
+	if (!strcmp(kw, "sysfs"))
+		return add_sysfs(c, line);
 	return 0;
 }
 
@@ -438,7 +460,27 @@ static void free_config(struct efasim_config *c)
 	free(c->devs);
 	free(c->fns);
 	free(c->verdicts);
+	free(c->sysfs);
 	free(c);
+}
+
+/* The tree is SYSFS_PATH (libibverbs reads the same), else the folder of
+ * the configuration file; a root that is not absolute answers for none. */
+static void set_sysfs_root(struct efasim_config *c)
+{
+	const char *p = secure_getenv("SYSFS_PATH");
+	char *slash;
+	size_t n;
+
+	if (p && *p)
+		snprintf(c->sysfs_root, sizeof(c->sysfs_root), "%s", p);
+	else if ((slash = strrchr(c->path, '/')))
+		snprintf(c->sysfs_root, sizeof(c->sysfs_root), "%.*s", (int)(slash - c->path), c->path);
+	n = strlen(c->sysfs_root);
+	while (n > 1 && c->sysfs_root[n - 1] == '/')
+		c->sysfs_root[--n] = '\0';
+	if (c->sysfs_root[0] != '/')
+		c->nsysfs = 0;
 }
 
 static void load_config(void)
@@ -461,6 +503,7 @@ static void load_config(void)
 		efasim_warn("%s: %s; emulation off", c->path, msg);
 		goto none;
 	}
+	set_sysfs_root(c);
 	clock_gettime(CLOCK_REALTIME, &c->loaded);
 	the_config = c;
 	efasim_trace("loaded %s: %zu EFA devices, %zu functions, %zu verdicts",
@@ -508,6 +551,64 @@ const struct efasim_verdict *efasim_verdict_for(const struct efasim_config *c,
 		if (!strcmp(c->verdicts[i].nic, nic) && !strcmp(c->verdicts[i].owner, owner))
 			return &c->verdicts[i];
 	return NULL;
+}
+
+/* rel (after "/sys/") is prefix or below it */
+static bool under(const char *rel, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	return !strncmp(rel, prefix, n) && (rel[n] == '\0' || rel[n] == '/');
+}
+
+const char *efasim_sysfs_path(const char *path, char *buf, size_t len)
+{
+	struct efasim_config *c;
+	const char *rel;
+	size_t i;
+	int n;
+
+	if (!path || strncmp(path, "/sys/", 5))
+		return path;
+	c = efasim_config();
+	if (!c || !c->nsysfs)
+		return path;
+	for (rel = path + 5; *rel == '/'; rel++)
+		;
+	for (i = 0; i < c->nsysfs; i++) {
+		if (!under(rel, c->sysfs[i]))
+			continue;
+		n = snprintf(buf, len, "%s/%s", c->sysfs_root, rel);
+		if (n < 0 || (size_t)n >= len) {
+			errno = ENAMETOOLONG;
+			return NULL;
+		}
+		efasim_trace("%s: the emulated host's %s", path, buf);
+		return buf;
+	}
+	return path;
+}
+
+void efasim_sysfs_unmap(char *path)
+{
+	struct efasim_config *c = the_config;
+	size_t n, i;
+	char *rel;
+
+	if (!path || !c || !c->nsysfs)
+		return;
+	n = strlen(c->sysfs_root);
+	/* "/sys/" must fit where the root and its slash were */
+	if (n < 4 || strncmp(path, c->sysfs_root, n) || path[n] != '/')
+		return;
+	rel = path + n + 1;
+	for (i = 0; i < c->nsysfs; i++) {
+		if (under(rel, c->sysfs[i])) {
+			memmove(path + 5, rel, strlen(rel) + 1);
+			memcpy(path, "/sys/", 5);
+			return;
+		}
+	}
 }
 
 EFASIM_API int efasim_active(void)

@@ -351,7 +351,7 @@ static const char *dir_unsafe(int fd, const char *dir, char *why, size_t len)
 	char *slash;
 	int cur, parent;
 
-	if (!realpath(dir, path))
+	if (!EFASIM_REAL(realpath) || !EFASIM_REAL(realpath)(dir, path))
 		snprintf(path, sizeof(path), "%s", dir);
 	cur = (int)syscall(SYS_openat, fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
 	if (cur < 0) {

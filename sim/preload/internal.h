@@ -44,6 +44,7 @@
 #ifndef EFASIM_INTERNAL_H
 #define EFASIM_INTERNAL_H
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -96,6 +97,17 @@
 	X(faccessat, int, (int, const char *, int, int))                            \
 	X(euidaccess, int, (const char *, int))                                     \
 	X(eaccess, int, (const char *, int))                                        \
+	X(opendir, DIR *, (const char *))                                           \
+	X(scandir, int, (const char *, struct dirent ***,                           \
+			 int (*)(const struct dirent *),                            \
+			 int (*)(const struct dirent **, const struct dirent **)))  \
+	X(scandir64, int, (const char *, struct dirent64 ***,                       \
+			   int (*)(const struct dirent64 *),                        \
+			   int (*)(const struct dirent64 **, const struct dirent64 **))) \
+	X(readlink, ssize_t, (const char *, char *, size_t))                        \
+	X(readlinkat, ssize_t, (int, const char *, char *, size_t))                 \
+	X(realpath, char *, (const char *, char *))                                 \
+	X(canonicalize_file_name, char *, (const char *))                           \
 	X(fstatfs, int, (int, struct statfs *))                                     \
 	X(fstatfs64, int, (int, struct statfs64 *))                                 \
 	X(write, ssize_t, (int, const void *, size_t))                              \
@@ -139,6 +151,7 @@ static inline const struct efasim_libc *efasim_libc(void)
 
 #define EFASIM_PCI_LEN 20 /* "dddddddd:bb:dd.f" (a domain of up to 8 digits) + NUL */
 #define EFASIM_NAME_LEN 64
+#define EFASIM_SYSFS_LEN 128 /* a subtree of /sys, relative ("class/infiniband") */
 
 enum efasim_outcome { EFASIM_P2P, EFASIM_BOUNCED, EFASIM_REFUSED };
 
@@ -186,6 +199,11 @@ struct efasim_config {
 	size_t nverdicts;
 	char fabric[4096]; /* the fabric directory ("" = next to the file) */
 	struct timespec loaded; /* time stamps of the emulated device nodes */
+	/* the tree that stands for /sys (SYSFS_PATH, else the file's folder),
+	 * and the subtrees of /sys it answers for ("sysfs" lines) */
+	char sysfs_root[4096];
+	char (*sysfs)[EFASIM_SYSFS_LEN];
+	size_t nsysfs;
 };
 
 /* The configuration, loaded once on first use; NULL when there is none. */
@@ -196,6 +214,17 @@ const struct efasim_verdict *efasim_verdict_for(const struct efasim_config *c,
 						const char *nic, const char *owner);
 /* Parses "dddd:bb:dd.f" or "bb:dd.f" (any case) into the canonical form. */
 int efasim_pci_normalize(const char *in, char out[EFASIM_PCI_LEN]);
+/*
+ * The file of the emulated host's tree that stands for an absolute path
+ * under /sys, when the path is in a subtree the tree answers for: the path
+ * in the tree, written to buf; path itself for every other path (and when
+ * there is no emulated host); NULL with errno ENAMETOOLONG when the tree's
+ * path does not fit.
+ */
+const char *efasim_sysfs_path(const char *path, char *buf, size_t len);
+/* The reverse, in place: a path inside the tree, under a subtree it
+ * answers for, is rewritten as the /sys path it stands for. */
+void efasim_sysfs_unmap(char *path);
 /* Parses one configuration text; exposed for the loader and for tests. */
 int efasim_config_parse(struct efasim_config *c, char *text, char *err, size_t errlen);
 

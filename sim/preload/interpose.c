@@ -12,6 +12,8 @@
  * The set covers what libibverbs 44, libefa, ibv_* tools and CPython import:
  * stat/fstat/lstat (and the *64, *at and pre-2.33 __xstat forms), statx,
  * access, open/openat (and *64, fortified __open*_2), fopen, fstatfs,
+ * opendir, scandir, readlink, realpath (absolute /sys paths: the emulated
+ * host's tree where it answers for them, efasim_sysfs_path),
  * socket, write, read (an event file's events), ioctl, mmap (the device
  * memory of a uverbs file), close,
  * close_range, closefrom, dup, dup2, dup3 and fcntl's F_DUPFD. A new one
@@ -21,6 +23,7 @@
  */
 #include "commands.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -67,6 +70,16 @@ static int finish(int rc, int saved)
 	errno = saved;
 	return rc;
 }
+
+/* An absolute path under /sys that the emulated host's tree answers for
+ * becomes the tree's file (efasim_sysfs_path): real programs read their
+ * sysfs by absolute path (libfabric's host id, NCCL's topology), and see
+ * the emulated host's, not this one's. HOST_PATH declares the buffer and
+ * rewrites path; a path too long for it fails the call with fail_value. */
+#define HOST_PATH(path, fail_value)                                           \
+	char host_path_[4096];                                                \
+	if (!((path) = efasim_sysfs_path((path), host_path_, sizeof(host_path_)))) \
+		return fail_value
 
 /* ------------------------------------------------------ what is emulated */
 
@@ -305,6 +318,7 @@ EFASIM_API int open(const char *path, int flags, ...)
 	VA_MODE(flags, flags);
 	if (emu_open(path, flags, &ret))
 		return ret;
+	HOST_PATH(path, -1);
 	CALL_NEXT(open, path, flags, mode);
 }
 
@@ -315,6 +329,7 @@ EFASIM_API int open64(const char *path, int flags, ...)
 	VA_MODE(flags, flags);
 	if (emu_open(path, flags, &ret))
 		return ret;
+	HOST_PATH(path, -1);
 	CALL_NEXT(open64, path, flags, mode);
 }
 
@@ -325,6 +340,7 @@ EFASIM_API int openat(int dirfd, const char *path, int flags, ...)
 	VA_MODE(flags, flags);
 	if (emu_openat(dirfd, path, flags, &ret))
 		return ret;
+	HOST_PATH(path, -1);
 	CALL_NEXT(openat, dirfd, path, flags, mode);
 }
 
@@ -335,6 +351,7 @@ EFASIM_API int openat64(int dirfd, const char *path, int flags, ...)
 	VA_MODE(flags, flags);
 	if (emu_openat(dirfd, path, flags, &ret))
 		return ret;
+	HOST_PATH(path, -1);
 	CALL_NEXT(openat64, dirfd, path, flags, mode);
 }
 
@@ -345,6 +362,7 @@ EFASIM_API int __open_2(const char *path, int flags)
 
 	if (emu_open(path, flags, &ret))
 		return ret;
+	HOST_PATH(path, -1);
 	CALL_NEXT(__open_2, path, flags);
 }
 
@@ -355,6 +373,7 @@ EFASIM_API int __open64_2(const char *path, int flags)
 
 	if (emu_open(path, flags, &ret))
 		return ret;
+	HOST_PATH(path, -1);
 	CALL_NEXT(__open64_2, path, flags);
 }
 
@@ -365,6 +384,7 @@ EFASIM_API int __openat_2(int dirfd, const char *path, int flags)
 
 	if (emu_openat(dirfd, path, flags, &ret))
 		return ret;
+	HOST_PATH(path, -1);
 	CALL_NEXT(__openat_2, dirfd, path, flags);
 }
 
@@ -375,6 +395,7 @@ EFASIM_API int __openat64_2(int dirfd, const char *path, int flags)
 
 	if (emu_openat(dirfd, path, flags, &ret))
 		return ret;
+	HOST_PATH(path, -1);
 	CALL_NEXT(__openat64_2, dirfd, path, flags);
 }
 
@@ -410,6 +431,7 @@ EFASIM_API FILE *fopen(const char *path, const char *mode)
 
 	if (emu_fopen(path, mode, &f))
 		return f;
+	HOST_PATH(path, NULL);
 	if (!EFASIM_REAL(fopen)) {
 		errno = ENOSYS;
 		return NULL;
@@ -423,6 +445,7 @@ EFASIM_API FILE *fopen64(const char *path, const char *mode)
 
 	if (emu_fopen(path, mode, &f))
 		return f;
+	HOST_PATH(path, NULL);
 	if (!EFASIM_REAL(fopen64)) {
 		errno = ENOSYS;
 		return NULL;
@@ -440,6 +463,7 @@ EFASIM_API int stat(const char *path, struct stat *st)
 {
 	if (emu_stat(path, st))
 		return 0;
+	HOST_PATH(path, -1);
 	CALL_NEXT(stat, path, st);
 }
 
@@ -447,6 +471,7 @@ EFASIM_API int stat64(const char *path, struct stat64 *st)
 {
 	if (emu_stat(path, (struct stat *)st))
 		return 0;
+	HOST_PATH(path, -1);
 	CALL_NEXT(stat64, path, st);
 }
 
@@ -454,6 +479,7 @@ EFASIM_API int lstat(const char *path, struct stat *st)
 {
 	if (emu_stat(path, st))
 		return 0;
+	HOST_PATH(path, -1);
 	CALL_NEXT(lstat, path, st);
 }
 
@@ -461,6 +487,7 @@ EFASIM_API int lstat64(const char *path, struct stat64 *st)
 {
 	if (emu_stat(path, (struct stat *)st))
 		return 0;
+	HOST_PATH(path, -1);
 	CALL_NEXT(lstat64, path, st);
 }
 
@@ -482,6 +509,7 @@ EFASIM_API int fstatat(int dirfd, const char *path, struct stat *st, int flags)
 {
 	if (emu_statat(dirfd, path, flags, st))
 		return 0;
+	HOST_PATH(path, -1);
 	CALL_NEXT(fstatat, dirfd, path, st, flags);
 }
 
@@ -489,6 +517,7 @@ EFASIM_API int fstatat64(int dirfd, const char *path, struct stat64 *st, int fla
 {
 	if (emu_statat(dirfd, path, flags, (struct stat *)st))
 		return 0;
+	HOST_PATH(path, -1);
 	CALL_NEXT(fstatat64, dirfd, path, st, flags);
 }
 
@@ -500,6 +529,7 @@ EFASIM_API int statx(int dirfd, const char *path, int flags, unsigned int mask, 
 		to_statx(&st, sx);
 		return 0;
 	}
+	HOST_PATH(path, -1);
 	CALL_NEXT(statx, dirfd, path, flags, mask, sx);
 }
 
@@ -512,6 +542,7 @@ EFASIM_API int __xstat(int ver, const char *path, struct stat *st)
 {
 	if (emu_stat(path, st))
 		return 0;
+	HOST_PATH(path, -1);
 	CALL_NEXT(__xstat, ver, path, st);
 }
 
@@ -520,6 +551,7 @@ EFASIM_API int __xstat64(int ver, const char *path, struct stat64 *st)
 {
 	if (emu_stat(path, (struct stat *)st))
 		return 0;
+	HOST_PATH(path, -1);
 	CALL_NEXT(__xstat64, ver, path, st);
 }
 
@@ -528,6 +560,7 @@ EFASIM_API int __lxstat(int ver, const char *path, struct stat *st)
 {
 	if (emu_stat(path, st))
 		return 0;
+	HOST_PATH(path, -1);
 	CALL_NEXT(__lxstat, ver, path, st);
 }
 
@@ -536,6 +569,7 @@ EFASIM_API int __lxstat64(int ver, const char *path, struct stat64 *st)
 {
 	if (emu_stat(path, (struct stat *)st))
 		return 0;
+	HOST_PATH(path, -1);
 	CALL_NEXT(__lxstat64, ver, path, st);
 }
 
@@ -560,6 +594,7 @@ EFASIM_API int __fxstatat(int ver, int dirfd, const char *path, struct stat *st,
 {
 	if (emu_statat(dirfd, path, flags, st))
 		return 0;
+	HOST_PATH(path, -1);
 	CALL_NEXT(__fxstatat, ver, dirfd, path, st, flags);
 }
 
@@ -568,6 +603,7 @@ EFASIM_API int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 
 {
 	if (emu_statat(dirfd, path, flags, (struct stat *)st))
 		return 0;
+	HOST_PATH(path, -1);
 	CALL_NEXT(__fxstatat64, ver, dirfd, path, st, flags);
 }
 
@@ -580,6 +616,7 @@ EFASIM_API int access(const char *path, int mode)
 
 	if (emu_access(path, mode, &ret))
 		return ret;
+	HOST_PATH(path, -1);
 	CALL_NEXT(access, path, mode);
 }
 
@@ -589,6 +626,7 @@ EFASIM_API int faccessat(int dirfd, const char *path, int mode, int flags)
 
 	if (emu_access(path, mode, &ret))
 		return ret;
+	HOST_PATH(path, -1);
 	CALL_NEXT(faccessat, dirfd, path, mode, flags);
 }
 
@@ -598,6 +636,7 @@ EFASIM_API int euidaccess(const char *path, int mode)
 
 	if (emu_access(path, mode, &ret))
 		return ret;
+	HOST_PATH(path, -1);
 	CALL_NEXT(euidaccess, path, mode);
 }
 
@@ -607,7 +646,84 @@ EFASIM_API int eaccess(const char *path, int mode)
 
 	if (emu_access(path, mode, &ret))
 		return ret;
+	HOST_PATH(path, -1);
 	CALL_NEXT(eaccess, path, mode);
+}
+
+/* ------------------------------------------------------ directories, links */
+
+EFASIM_API DIR *opendir(const char *path)
+{
+	HOST_PATH(path, NULL);
+	if (!EFASIM_REAL(opendir)) {
+		errno = ENOSYS;
+		return NULL;
+	}
+	return EFASIM_REAL(opendir)(path);
+}
+
+/* glibc's scandir opens its directory without calling opendir() */
+EFASIM_API int scandir(const char *path, struct dirent ***list, int (*sel)(const struct dirent *),
+		       int (*cmp)(const struct dirent **, const struct dirent **))
+{
+	HOST_PATH(path, -1);
+	CALL_NEXT(scandir, path, list, sel, cmp);
+}
+
+EFASIM_API int scandir64(const char *path, struct dirent64 ***list, int (*sel)(const struct dirent64 *),
+			 int (*cmp)(const struct dirent64 **, const struct dirent64 **))
+{
+	HOST_PATH(path, -1);
+	CALL_NEXT(scandir64, path, list, sel, cmp);
+}
+
+/* The tree's links are relative, as sysfs's are: what they say is what the
+ * kernel's say. */
+EFASIM_API ssize_t readlink(const char *path, char *buf, size_t len)
+{
+	HOST_PATH(path, -1);
+	CALL_NEXT(readlink, path, buf, len);
+}
+
+EFASIM_API ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t len)
+{
+	HOST_PATH(path, -1);
+	CALL_NEXT(readlinkat, dirfd, path, buf, len);
+}
+
+/* glibc resolves inside realpath() with its own system calls: the tree's
+ * file is resolved, and a result inside the tree is named as the /sys
+ * path it stands for. */
+EFASIM_API char *realpath(const char *path, char *resolved)
+{
+	const char *orig = path;
+	char *r;
+
+	HOST_PATH(path, NULL);
+	if (!EFASIM_REAL(realpath)) {
+		errno = ENOSYS;
+		return NULL;
+	}
+	r = EFASIM_REAL(realpath)(path, resolved);
+	if (r && path != orig)
+		efasim_sysfs_unmap(r);
+	return r;
+}
+
+EFASIM_API char *canonicalize_file_name(const char *path)
+{
+	const char *orig = path;
+	char *r;
+
+	HOST_PATH(path, NULL);
+	if (!EFASIM_REAL(canonicalize_file_name)) {
+		errno = ENOSYS;
+		return NULL;
+	}
+	r = EFASIM_REAL(canonicalize_file_name)(path);
+	if (r && path != orig)
+		efasim_sysfs_unmap(r);
+	return r;
 }
 
 /* ------------------------------------------------------ fstatfs */
