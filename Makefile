@@ -88,12 +88,17 @@ rel = $(patsubst $(PREFIX)/%,%,$(1))
 
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 V    ?= 0
-# $(call quietly,NAME,COMMAND) runs COMMAND with its output in
+# $(call quietly,NAME,COMMAND) says what it builds (doing_NAME, one line:
+# a cold build takes minutes), then runs COMMAND with its output in
 # $(BUILD)/NAME.log, printed only when it fails; with V=1, as it runs.
+doing_go-build = building $(BUILD)/efap2p (go build)
+doing_c-build = building $(BUILD)/libefap2p.so, its Go core, libefasim.so$(if $(NO_TESTS),, and the test programs) (cmake)
+doing_deb = building the Debian packages in $(BUILD)/deb (dpkg-buildpackage)
+doing_image = building the OCI image $(IMAGE) in $(IMAGE_ARCHIVE) (mmdebstrap, podman)
 ifeq ($(V),1)
 quietly = $(2)
 else
-quietly = @mkdir -p $(BUILD); { $(2); } > $(BUILD)/$(1).log 2>&1 || { \
+quietly = @echo "$(doing_$(1))"; mkdir -p $(BUILD); { $(2); } > $(BUILD)/$(1).log 2>&1 || { \
 	cat $(BUILD)/$(1).log; echo "make: $(1) failed (its output above, also in $(BUILD)/$(1).log)" >&2; exit 1; }
 endif
 

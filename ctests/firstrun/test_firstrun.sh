@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # test_firstrun.sh SOURCE_DIR BUILD_DIR CASE: a newcomer's first run.
+#   make-run  make run's script (scripts/run-default.sh, as make run runs
+#             it) fits a screen and ends with efap2p check's verdict
+#             (scripts/check-run-output.sh)
 #   preload-env    efap2p sim -- env LD_PRELOAD=libefap2p.so PROG keeps the
 #                  emulator: PROG sees every EFA device, with P2P_DMA; env -i
 #                  is refused in one line, exit 2, and PROG does not run
@@ -17,6 +20,13 @@ skip() { echo "SKIP: $*"; exit 77; }
 efap2p=$build/efap2p lib=$build/libefap2p.so caps=$build/bin/p2p_caps
 
 case $case in
+make-run)
+	rc=0
+	"$src/scripts/run-default.sh" "$build" > "$tmp/out" 2>&1 || rc=$?
+	[ $rc = 0 ] || { cat "$tmp/out"; fail "make run's script exited $rc"; }
+	cat "$tmp/out"
+	"$src/scripts/check-run-output.sh" "$tmp/out" || exit 1
+	;;
 preload-env)
 	out=$("$efap2p" sim -- env LD_PRELOAD="$lib" "$caps") || fail "env LD_PRELOAD=libefap2p.so p2p_caps inside: exit $?: $out"
 	n=$(grep -c 'P2P_DMA yes' <<< "$out") || true
