@@ -215,7 +215,7 @@ fi
 
 step "the operator's topology file (purge keeps it)"
 [ ! -e /etc/efap2p/topology.json ] || fail "/etc/efap2p/topology.json is there before the check writes it"
-doc 'sudo efap2p export --peer-blocked 0000:05:00.0 -o /etc/efap2p/topology.json' \
+doc 'efap2p export --peer-blocked 0000:05:00.0 -o /etc/efap2p/topology.json' \
 	$sudo efap2p sim --machine intel-acs-switch -- efap2p export --peer-blocked 0000:05:00.0 -o /etc/efap2p/topology.json
 [ -f /etc/efap2p/topology.json ] || fail "no /etc/efap2p/topology.json"
 

@@ -11,6 +11,9 @@
 #                  library: fi_info and ibv_devinfo -v print the same with
 #                  and without it; EFAP2P_LOG=info prints its answer for
 #                  each device libfabric asks about
+#   docs           the documents show no command through sudo (root-only
+#                  images have none: they say "as root"), and every
+#                  Markdown table row sits in its table
 set -uo pipefail
 src=$1 build=$2 case=$3
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/efap2p-firstrun.XXXXXX")
@@ -54,6 +57,37 @@ preload-shows)
 	n=$(grep -c '^efap2p: info: rdmap[0-9]*s0 (0000:[0-9a-f:.]*): P2P_DMA: true P2P into accelerator' "$tmp/err") || true
 	[ "$n" = 32 ] || fail "EFAP2P_LOG=info fi_info -p efa: $n lines with a device's P2P_DMA answer, want 32: $(head -3 "$tmp/err")"
 	echo "EFAP2P_LOG=info fi_info -p efa: $n lines like: $(head -1 "$tmp/err")"
+	;;
+docs)
+	python3 - "$src" <<-'PY' || exit 1
+	import os, re, subprocess, sys
+	src = sys.argv[1]
+	docs = []
+	for d, dirs, files in os.walk(src):
+	    dirs[:] = [x for x in dirs if x not in ("build", ".git")]
+	    docs += [os.path.join(d, f) for f in files if f.endswith(".md") or re.fullmatch(r".*\.[1-8]", f)]
+	bad = []
+	for p in sorted(docs):
+	    lines = open(p, encoding="utf-8").read().split("\n")
+	    rel = os.path.relpath(p, src)
+	    fence, prev_row = False, False
+	    for i, l in enumerate(lines):
+	        if l.startswith("```"):
+	            fence = not fence
+	            continue
+	        # a command shown through sudo: a code line, an inline code
+	        # span, a man page's line
+	        code = fence or l.startswith("    ") or not p.endswith(".md")
+	        if (code and re.search(r"(^\s*(\$ )?|&&\s*|\|\s*|;\s*)sudo ", l)) or re.search(r"`sudo ", l):
+	            bad.append(f"{rel}:{i + 1}: a command through sudo (say 'as root'): {l.strip()}")
+	        # a table row outside a table renders as text
+	        row = p.endswith(".md") and not fence and l.startswith("|")
+	        if row and not prev_row and not (i + 1 < len(lines) and re.match(r"\|\s*:?-+", lines[i + 1])):
+	            bad.append(f"{rel}:{i + 1}: a table row outside its table: {l[:60]}")
+	        prev_row = row
+	print("\n".join(bad) or f"{len(docs)} documents: no sudo, every table row in its table")
+	sys.exit(1 if bad else 0)
+	PY
 	;;
 *) fail "unknown case $case" ;;
 esac
