@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
 # efap2p: one entry point for deps, build, test, run and bench.
-#   make deps     install the Debian packages and Go modules (needs root or sudo)
+#   make deps     install what make run needs: RUN_PACKAGES and the Go modules
+#                 (as root, or through sudo)
+#   make test-deps  and what the tests need besides (APT_PACKAGES)
 #   make build    build/efap2p, build/libefasim.so, build/libefap2p.so ...
 #   make test     go vet + gofmt check + go test + ctest (the README's test command)
 #   make test-programs  perftest, qperf, Open MPI, fabtests checks over the emulator
@@ -64,8 +66,15 @@ UDEVRULESDIR ?= $(if $(filter /usr,$(PREFIX)),$(shell d=$$(pkg-config --variable
 SYSTEMCTL ?= /bin/systemctl
 # run after installing to the live system (no DESTDIR); LDCONFIG=true skips it
 LDCONFIG ?= ldconfig
-APT_PACKAGES = libibverbs-dev ibverbs-providers ibverbs-utils python3-pyverbs \
-	cmake pkg-config gcc g++ make valgrind graphviz \
+# What `make deps` installs: what `make run` needs (the compiler, cmake,
+# rdma-core's headers and libefa, python3 for the build's layer check, the
+# CA certificates Go downloads its modules with), found and checked in a
+# bare Debian 12 root (scripts/ci-fresh-host.sh).
+RUN_PACKAGES = gcc libc6-dev cmake pkg-config libibverbs-dev ibverbs-providers \
+	python3 ca-certificates
+# What the tests need besides (`make test-deps` installs both lists).
+APT_PACKAGES = $(RUN_PACKAGES) ibverbs-utils python3-pyverbs mmdebstrap \
+	g++ make valgrind graphviz \
 	build-essential debhelper dpkg-dev lintian man-db \
 	libcap2-bin util-linux prometheus pciutils hwloc \
 	libfabric-bin udev python3-yaml strace time \
@@ -106,15 +115,25 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Tests write many small sysfs trees: on tmpfs when the machine has one.
 TEST_TMPDIR ?= $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm || echo $${TMPDIR:-/tmp})
 
-.PHONY: all deps build go-build c-build go-check test test-programs go-test c-test vet run fleet-test bench install uninstall deb clean fuzz kernel-truth
+.PHONY: all deps test-deps build go-build c-build go-check test test-programs go-test c-test vet run fleet-test bench install uninstall deb clean fuzz kernel-truth
 
 all: build
 
 deps:
-	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-		$(APT_PACKAGES)
+	@scripts/apt-install.sh "make deps" $(BUILD)/apt.log $(RUN_PACKAGES)
 	$(go_check)
-	$(GO) mod download
+	@echo "make deps: the Go modules (go mod download)"
+	@$(GO) mod download
+
+test-deps:
+	@scripts/apt-install.sh "make test-deps" $(BUILD)/apt.log $(APT_PACKAGES)
+	$(go_check)
+	@echo "make test-deps: the Go modules (go mod download)"
+	@$(GO) mod download
+
+# make -s print-VAR prints a variable (the package lists, GO) for the scripts
+print-%:
+	@echo $($*)
 
 build: go-build c-build
 	@echo "built $(BUILD)/: efap2p, libefap2p.so, libefap2p-core.so, libefasim.so$(if $(NO_TESTS),, and the test programs)$(if $(filter 1,$(V)),, (make V=1 shows the commands))"
@@ -170,7 +189,7 @@ run: build
 # hosts: Slurm drains and resumes, Prometheus scrapes, NFD's labels. The
 # daemons run as root on loopback; the packages are installed first.
 fleet-test: go-build c-build
-	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(FLEET_PACKAGES)
+	@scripts/apt-install.sh "make fleet-test" $(BUILD)/apt.log $(FLEET_PACKAGES)
 	@for s in slurm prometheus nfd; do \
 		timeout 600 bash ctests/fleet/fleet.sh $(BUILD)/efap2p $$s || { echo "fleet-test: $$s failed"; exit 1; }; done
 	@echo "fleet-test: 3 passed, 0 failed"

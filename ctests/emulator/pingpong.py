@@ -79,7 +79,7 @@ def main():
         env["LD_PRELOAD"] = sys.argv[4]
     fi = shutil.which("fi_pingpong")
     if not fi:
-        sys.exit("fi_pingpong not found: 'make deps' installs libfabric-bin")
+        sys.exit("fi_pingpong not found: 'make test-deps' installs libfabric-bin")
     port = free_port()
     args = [fi, "-p", "efa", "-e", ep, "-I", ITERATIONS, "-c"]
     server = args + ["-B", str(port)]
