@@ -261,10 +261,10 @@ uninstall:
 # stay in build/: libefap2p1, libefap2p-dev, efap2p and efap2p-sim.
 DEB_SRC = $(BUILD)/deb/efap2p-$(VERSION)
 deb:
-	rm -rf $(BUILD)/deb && mkdir -p $(DEB_SRC)
+	$(call quietly,deb,rm -rf $(BUILD)/deb && mkdir -p $(DEB_SRC) && \
 	{ git ls-files -co --exclude-standard 2>/dev/null || find . -path ./$(BUILD) -prune -o -type f -print; } | \
-		tar --ignore-failed-read -cf - -T - 2>/dev/null | tar -C $(DEB_SRC) -xf -
-	cd $(DEB_SRC) && EFAP2P_COMMIT=$(EFAP2P_COMMIT) GO=$$(command -v $(GO)) dpkg-buildpackage -b -us -uc
+		tar --ignore-failed-read -cf - -T - 2>/dev/null | tar -C $(DEB_SRC) -xf - && \
+	(cd $(DEB_SRC) && EFAP2P_COMMIT=$(EFAP2P_COMMIT) GO=$$(command -v $(GO)) dpkg-buildpackage -b -us -uc))
 	@ls $(BUILD)/deb/*.deb
 
 fuzz:

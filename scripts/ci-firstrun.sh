@@ -52,3 +52,14 @@ fi
 if out=$(env PATH="$path" make go-build GO_FALLBACK="$tmp/none" 2>&1); then fail "make go-build without any Go succeeded"; fi
 grep -q 'no Go toolchain.*go.dev/dl' <<< "$out" || fail "without Go: $out"
 echo "without Go: $(head -1 <<< "$out")"
+
+step "make deb"
+make deb > "$tmp/deb" 2>&1 || { cat "$tmp/deb"; fail "make deb"; }
+cat "$tmp/deb"
+for p in libefap2p1 libefap2p-dev efap2p efap2p-sim; do
+	ls build/deb/"${p}"_*.deb >/dev/null 2>&1 || fail "make deb built no $p"
+done
+n=$(ls build/deb/*.deb | wc -l)
+# the step's line, then the packages: the builds are quiet (README)
+[ "$(wc -l < "$tmp/deb")" -le $((n + 1)) ] || fail "make deb printed $(wc -l < "$tmp/deb") lines for $n packages"
+grep -q '^building the Debian packages' "$tmp/deb" || fail "make deb does not say what it builds"
