@@ -17,6 +17,8 @@
 #                 udev rule (left disabled)
 #   make uninstall  the same variables: removes what make install put there
 #   make deb      Debian packages in build/deb/ (debian/, dpkg-buildpackage)
+#   make image    the DaemonSet's OCI image (root): Debian 12 and make deb's
+#                 packages, no registry (scripts/build-image.sh)
 # The builds are quiet: one line when they succeed, their whole output when
 # they fail (also kept in build/*.log); V=1 shows every command as it runs.
 # JOBS (default: the number of CPUs) bounds the build's parallel jobs.
@@ -79,8 +81,15 @@ APT_PACKAGES = $(RUN_PACKAGES) ibverbs-utils python3-pyverbs mmdebstrap \
 	libcap2-bin util-linux prometheus pciutils hwloc \
 	libfabric-bin udev python3-yaml strace time \
 	libfabric-dev openmpi-bin libopenmpi-dev perftest qperf
-# The fleet engines `make fleet-test` runs efap2p check inside.
-FLEET_PACKAGES = slurm-wlm munge prometheus prometheus-node-exporter curl python3
+# The fleet engines `make fleet-test` runs efap2p check inside, and what
+# builds and runs the DaemonSet's image (the packages, mmdebstrap, podman).
+FLEET_PACKAGES = slurm-wlm munge prometheus prometheus-node-exporter curl python3 \
+	python3-yaml build-essential debhelper dpkg-dev mmdebstrap podman runc
+# The OCI image the DaemonSet names (dist/efap2p-check.daemonset.yaml):
+# Debian 12 from Debian's archive with the packages of make deb, built
+# without a registry and saved as an OCI archive (scripts/build-image.sh).
+IMAGE = localhost/efap2p:$(VERSION)
+IMAGE_ARCHIVE = $(BUILD)/efap2p-image.tar
 # The tool, as the Makefile and CMake build it: a PIE linked with libc by
 # the C linker (as Debian wants binaries), its version and the libdir it
 # is installed to written in.
@@ -115,7 +124,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Tests write many small sysfs trees: on tmpfs when the machine has one.
 TEST_TMPDIR ?= $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm || echo $${TMPDIR:-/tmp})
 
-.PHONY: all deps test-deps build go-build c-build go-check test test-programs go-test c-test vet run fleet-test bench install uninstall deb clean fuzz kernel-truth
+.PHONY: all deps test-deps build image go-build c-build go-check test test-programs go-test c-test vet run fleet-test bench install uninstall deb clean fuzz kernel-truth
 
 all: build
 
@@ -186,13 +195,17 @@ run: build
 	@./scripts/run-default.sh $(BUILD)
 
 # efap2p check inside the real engines (ctests/fleet/fleet.sh), on emulated
-# hosts: Slurm drains and resumes, Prometheus scrapes, NFD's labels. The
+# hosts: Slurm drains and resumes, Prometheus scrapes, NFD's labels, and
+# the DaemonSet's container run by podman from make image's archive. The
 # daemons run as root on loopback; the packages are installed first.
+fleet-test: export EFAP2P_IMAGE = $(IMAGE)
+fleet-test: export EFAP2P_IMAGE_ARCHIVE = $(abspath $(IMAGE_ARCHIVE))
 fleet-test: go-build c-build
 	@scripts/apt-install.sh "make fleet-test" $(BUILD)/apt.log $(FLEET_PACKAGES)
-	@for s in slurm prometheus nfd; do \
+	@$(MAKE) --no-print-directory image
+	@for s in slurm prometheus nfd podman; do \
 		timeout 600 bash ctests/fleet/fleet.sh $(BUILD)/efap2p $$s || { echo "fleet-test: $$s failed"; exit 1; }; done
-	@echo "fleet-test: 3 passed, 0 failed"
+	@echo "fleet-test: 4 passed, 0 failed"
 
 bench: build
 	@./scripts/bench.sh $(BUILD) > $(BUILD)/BENCHMARKS.md.tmp || { rm -f $(BUILD)/BENCHMARKS.md.tmp; exit 1; }
@@ -265,7 +278,17 @@ deb:
 	{ git ls-files -co --exclude-standard 2>/dev/null || find . -path ./$(BUILD) -prune -o -type f -print; } | \
 		tar --ignore-failed-read -cf - -T - 2>/dev/null | tar -C $(DEB_SRC) -xf - && \
 	(cd $(DEB_SRC) && EFAP2P_COMMIT=$(EFAP2P_COMMIT) GO=$$(command -v $(GO)) dpkg-buildpackage -b -us -uc))
+	@touch $(BUILD)/deb/built
 	@ls $(BUILD)/deb/*.deb
+
+# make deb again only when a file it packs changed since (make image)
+$(BUILD)/deb/built: $(wildcard $(shell git ls-files -co --exclude-standard 2>/dev/null))
+	@$(MAKE) --no-print-directory deb
+
+# The DaemonSet's image (root): make fleet-test runs it as the manifest says.
+image: $(BUILD)/deb/built
+	$(call quietly,image,scripts/build-image.sh $(BUILD)/deb $(IMAGE) $(IMAGE_ARCHIVE))
+	@echo "$(IMAGE): $(IMAGE_ARCHIVE) (podman load -i $(IMAGE_ARCHIVE))"
 
 fuzz:
 	@./scripts/fuzz.sh
