@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
 # efap2p: one entry point for deps, build, test, run and bench.
-#   make deps     install the Debian packages and Go modules (needs root or sudo)
+#   make deps     install what make run needs: RUN_PACKAGES and the Go modules
+#                 (as root, or through sudo)
+#   make test-deps  and what the tests need besides (APT_PACKAGES)
 #   make build    build/efap2p, build/libefasim.so, build/libefap2p.so ...
 #   make test     go vet + gofmt check + go test + ctest (the README's test command)
 #   make test-programs  perftest, qperf, Open MPI, fabtests checks over the emulator
@@ -17,6 +19,8 @@
 #                 udev rule (left disabled)
 #   make uninstall  the same variables: removes what make install put there
 #   make deb      Debian packages in build/deb/ (debian/, dpkg-buildpackage)
+#   make image    the DaemonSet's OCI image (root): Debian 12 and make deb's
+#                 packages, no registry (scripts/build-image.sh)
 # The builds are quiet: one line when they succeed, their whole output when
 # they fail (also kept in build/*.log); V=1 shows every command as it runs.
 # JOBS (default: the number of CPUs) bounds the build's parallel jobs.
@@ -66,14 +70,28 @@ UDEVRULESDIR ?= $(if $(filter /usr,$(PREFIX)),$(shell d=$$(pkg-config --variable
 SYSTEMCTL ?= /bin/systemctl
 # run after installing to the live system (no DESTDIR); LDCONFIG=true skips it
 LDCONFIG ?= ldconfig
-APT_PACKAGES = libibverbs-dev ibverbs-providers ibverbs-utils python3-pyverbs \
-	cmake pkg-config gcc g++ make valgrind graphviz \
+# What `make deps` installs: what `make run` needs (the compiler, cmake,
+# rdma-core's headers and libefa, python3 for the build's layer check, the
+# CA certificates Go downloads its modules with), found and checked in a
+# bare Debian 12 root (scripts/ci-fresh-host.sh).
+RUN_PACKAGES = gcc libc6-dev cmake pkg-config libibverbs-dev ibverbs-providers \
+	python3 ca-certificates
+# What the tests need besides (`make test-deps` installs both lists).
+APT_PACKAGES = $(RUN_PACKAGES) ibverbs-utils python3-pyverbs mmdebstrap \
+	g++ make valgrind graphviz \
 	build-essential debhelper dpkg-dev lintian man-db \
 	libcap2-bin util-linux prometheus pciutils hwloc \
 	libfabric-bin udev python3-yaml strace time \
 	libfabric-dev openmpi-bin libopenmpi-dev perftest qperf
-# The fleet engines `make fleet-test` runs efap2p check inside.
-FLEET_PACKAGES = slurm-wlm munge prometheus prometheus-node-exporter curl python3
+# The fleet engines `make fleet-test` runs efap2p check inside, and what
+# builds and runs the DaemonSet's image (the packages, mmdebstrap, podman).
+FLEET_PACKAGES = slurm-wlm munge prometheus prometheus-node-exporter curl python3 \
+	python3-yaml build-essential debhelper dpkg-dev mmdebstrap podman runc
+# The OCI image the DaemonSet names (dist/efap2p-check.daemonset.yaml):
+# Debian 12 from Debian's archive with the packages of make deb, built
+# without a registry and saved as an OCI archive (scripts/build-image.sh).
+IMAGE = localhost/efap2p:$(VERSION)
+IMAGE_ARCHIVE = $(BUILD)/efap2p-image.tar
 # The tool, as the Makefile and CMake build it: a PIE linked with libc by
 # the C linker (as Debian wants binaries), its version and the libdir it
 # is installed to written in.
@@ -90,12 +108,17 @@ rel = $(patsubst $(PREFIX)/%,%,$(1))
 
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 V    ?= 0
-# $(call quietly,NAME,COMMAND) runs COMMAND with its output in
+# $(call quietly,NAME,COMMAND) says what it builds (doing_NAME, one line:
+# a cold build takes minutes), then runs COMMAND with its output in
 # $(BUILD)/NAME.log, printed only when it fails; with V=1, as it runs.
+doing_go-build = building $(BUILD)/efap2p (go build)
+doing_c-build = building $(BUILD)/libefap2p.so, its Go core, libefasim.so$(if $(NO_TESTS),, and the test programs) (cmake)
+doing_deb = building the Debian packages in $(BUILD)/deb (dpkg-buildpackage)
+doing_image = building the OCI image $(IMAGE) in $(IMAGE_ARCHIVE) (mmdebstrap, podman)
 ifeq ($(V),1)
 quietly = $(2)
 else
-quietly = @mkdir -p $(BUILD); { $(2); } > $(BUILD)/$(1).log 2>&1 || { \
+quietly = @echo "$(doing_$(1))"; mkdir -p $(BUILD); { $(2); } > $(BUILD)/$(1).log 2>&1 || { \
 	cat $(BUILD)/$(1).log; echo "make: $(1) failed (its output above, also in $(BUILD)/$(1).log)" >&2; exit 1; }
 endif
 
@@ -103,15 +126,25 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Tests write many small sysfs trees: on tmpfs when the machine has one.
 TEST_TMPDIR ?= $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm || echo $${TMPDIR:-/tmp})
 
-.PHONY: all deps build go-build c-build go-check test test-programs test-debian13 go-test c-test vet run fleet-test bench install uninstall deb clean fuzz kernel-truth
+.PHONY: all deps test-deps build image go-build c-build go-check test test-programs test-debian13 go-test c-test vet run fleet-test bench install uninstall deb clean fuzz kernel-truth
 
 all: build
 
 deps:
-	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-		$(APT_PACKAGES)
+	@scripts/apt-install.sh "make deps" $(BUILD)/apt.log $(RUN_PACKAGES)
 	$(go_check)
-	$(GO) mod download
+	@echo "make deps: the Go modules (go mod download)"
+	@$(GO) mod download
+
+test-deps:
+	@scripts/apt-install.sh "make test-deps" $(BUILD)/apt.log $(APT_PACKAGES)
+	$(go_check)
+	@echo "make test-deps: the Go modules (go mod download)"
+	@$(GO) mod download
+
+# make -s print-VAR prints a variable (the package lists, GO) for the scripts
+print-%:
+	@echo $($*)
 
 build: go-build c-build
 	@echo "built $(BUILD)/: efap2p, libefap2p.so, libefap2p-core.so, libefasim.so$(if $(NO_TESTS),, and the test programs)$(if $(filter 1,$(V)),, (make V=1 shows the commands))"
@@ -166,8 +199,7 @@ test: vet go-test c-test
 # in it, and every ctest suite (test-programs' too) and the Go tests run
 # there on this build, unchanged (scripts/debian13.sh; as root).
 test-debian13: go-build c-build
-	@command -v mmdebstrap >/dev/null || $(SUDO) env DEBIAN_FRONTEND=noninteractive \
-		apt-get install -y --no-install-recommends mmdebstrap
+	@scripts/apt-install.sh "make test-debian13" $(BUILD)/apt.log mmdebstrap
 	$(SUDO) env GO=$(GO) scripts/debian13.sh $(BUILD) test
 
 run: build
@@ -175,13 +207,17 @@ run: build
 
 # efap2p check inside the real engines (ctests/fleet/fleet.sh), on emulated
 # hosts: Slurm drains and resumes, Prometheus scrapes, NFD's labels, the
-# Slurm TaskProlog's environment in srun's tasks. The
+# Slurm TaskProlog's environment in srun's tasks, and the DaemonSet's
+# container run by podman from make image's archive. The
 # daemons run as root on loopback; the packages are installed first.
+fleet-test: export EFAP2P_IMAGE = $(IMAGE)
+fleet-test: export EFAP2P_IMAGE_ARCHIVE = $(abspath $(IMAGE_ARCHIVE))
 fleet-test: go-build c-build
-	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(FLEET_PACKAGES)
-	@for s in slurm prometheus nfd taskprolog; do \
+	@scripts/apt-install.sh "make fleet-test" $(BUILD)/apt.log $(FLEET_PACKAGES)
+	@$(MAKE) --no-print-directory image
+	@for s in slurm prometheus nfd taskprolog podman; do \
 		timeout 600 bash ctests/fleet/fleet.sh $(BUILD)/efap2p $$s || { echo "fleet-test: $$s failed"; exit 1; }; done
-	@echo "fleet-test: 4 passed, 0 failed"
+	@echo "fleet-test: 5 passed, 0 failed"
 
 bench: build
 	@./scripts/bench.sh $(BUILD) > $(BUILD)/BENCHMARKS.md.tmp || { rm -f $(BUILD)/BENCHMARKS.md.tmp; exit 1; }
@@ -252,11 +288,21 @@ uninstall:
 # stay in build/: libefap2p1, libefap2p-dev, efap2p and efap2p-sim.
 DEB_SRC = $(BUILD)/deb/efap2p-$(VERSION)
 deb:
-	rm -rf $(BUILD)/deb && mkdir -p $(DEB_SRC)
+	$(call quietly,deb,rm -rf $(BUILD)/deb && mkdir -p $(DEB_SRC) && \
 	{ git ls-files -co --exclude-standard 2>/dev/null || find . -path ./$(BUILD) -prune -o -type f -print; } | \
-		tar --ignore-failed-read -cf - -T - 2>/dev/null | tar -C $(DEB_SRC) -xf -
-	cd $(DEB_SRC) && EFAP2P_COMMIT=$(EFAP2P_COMMIT) GO=$$(command -v $(GO)) dpkg-buildpackage -b -us -uc
+		tar --ignore-failed-read -cf - -T - 2>/dev/null | tar -C $(DEB_SRC) -xf - && \
+	(cd $(DEB_SRC) && EFAP2P_COMMIT=$(EFAP2P_COMMIT) GO=$$(command -v $(GO)) dpkg-buildpackage -b -us -uc))
+	@touch $(BUILD)/deb/built
 	@ls $(BUILD)/deb/*.deb
+
+# make deb again only when a file it packs changed since (make image)
+$(BUILD)/deb/built: $(wildcard $(shell git ls-files -co --exclude-standard 2>/dev/null))
+	@$(MAKE) --no-print-directory deb
+
+# The DaemonSet's image (root): make fleet-test runs it as the manifest says.
+image: $(BUILD)/deb/built
+	$(call quietly,image,scripts/build-image.sh $(BUILD)/deb $(IMAGE) $(IMAGE_ARCHIVE))
+	@echo "$(IMAGE): $(IMAGE_ARCHIVE) (podman load -i $(IMAGE_ARCHIVE))"
 
 fuzz:
 	@./scripts/fuzz.sh

@@ -4,13 +4,13 @@
 # `lspci -tv` reading the same tree, printed as a Markdown section on
 # stdout (for BENCHMARKS.md; `make bench` calls it).
 #   scripts/bench-check.sh [BUILD_DIR]      default: build
-# Needs BUILD_DIR/efap2p (make build) and lspci (pciutils, make deps).
+# Needs BUILD_DIR/efap2p (make build) and lspci (pciutils, make test-deps).
 # Timings are this machine's; they are reported, never asserted.
 set -euo pipefail
 build=${1:-build}
 efap2p="$build/efap2p"
 [ -x "$efap2p" ] || { echo "bench-check: $efap2p is missing; run 'make build' first" >&2; exit 1; }
-command -v lspci >/dev/null || { echo "bench-check: lspci is missing (pciutils: make deps)" >&2; exit 1; }
+command -v lspci >/dev/null || { echo "bench-check: lspci is missing (pciutils: make test-deps)" >&2; exit 1; }
 machine=p5.48xlarge
 runs=${BENCH_CHECK_RUNS:-101}
 

@@ -16,7 +16,7 @@ for f in "$build/efap2p" "$build/libefasim.so"; do
 	fi
 done
 if ! command -v fi_pingpong >/dev/null; then
-	echo "bench-datapath: fi_pingpong is missing; 'make deps' installs libfabric-bin" >&2
+	echo "bench-datapath: fi_pingpong is missing; 'make test-deps' installs libfabric-bin" >&2
 	exit 1
 fi
 here=$(cd "$(dirname "$0")" && pwd)

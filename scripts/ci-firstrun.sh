@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# CI, on the fresh checkout after 'make deps': what a newcomer's first
-# 'make run' shows (the build in one line, then the demo), the build's
-# output when a step fails and with V=1, the job count given to cmake, and
-# where make finds Go when it is not on PATH.
+# CI, on the fresh checkout after 'make test-deps': what a newcomer's
+# first 'make run' shows (a line for each build step, then one screen that
+# ends with efap2p check's verdict: scripts/check-run-output.sh), the
+# build's output when a step fails and with V=1, the job count given to
+# cmake, where make finds Go when it is not on PATH, and make deb as quiet
+# as the builds (the packages scripts/ci-packages.sh then installs).
 #   scripts/ci-firstrun.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,10 +17,11 @@ step() { echo "== $*"; }
 step "make run"
 make run > "$tmp/run" 2>&1 || { cat "$tmp/run"; fail "make run"; }
 cat "$tmp/run"
-# the demo's first header comes right after the build's line and the tree's
-first=$(grep -n '^== efap2p topo' "$tmp/run" | head -1 | cut -d: -f1)
-[ -n "$first" ] || fail "make run: no '== efap2p topo' header"
-[ "$first" -le 4 ] || fail "make run: $((first - 1)) lines before the demo; want the build in one line"
+scripts/check-run-output.sh "$tmp/run" || fail "make run's output"
+# before the demo: the build's steps, a line each, and what was built
+first=$(grep -n '^make run:' "$tmp/run" | head -1 | cut -d: -f1)
+[ -n "$first" ] && [ "$first" -le 5 ] || fail "make run: $((${first:-99} - 1)) lines before the demo; want a line for each build step"
+grep -q '^building build/libefap2p.so' "$tmp/run" || fail "make run does not say what it builds"
 ! grep -qE 'Entering directory|Built target|^\[ *[0-9]+%\]|^(CGO_ENABLED=1 )?go build|cmake --build' "$tmp/run" ||
 	fail "make run shows the build's progress"
 grep -q '^built build/' "$tmp/run" || fail "make run: no one-line build summary"
@@ -49,3 +52,14 @@ fi
 if out=$(env PATH="$path" make go-build GO_FALLBACK="$tmp/none" 2>&1); then fail "make go-build without any Go succeeded"; fi
 grep -q 'no Go toolchain.*go.dev/dl' <<< "$out" || fail "without Go: $out"
 echo "without Go: $(head -1 <<< "$out")"
+
+step "make deb"
+make deb > "$tmp/deb" 2>&1 || { cat "$tmp/deb"; fail "make deb"; }
+cat "$tmp/deb"
+for p in libefap2p1 libefap2p-dev efap2p efap2p-sim; do
+	ls build/deb/"${p}"_*.deb >/dev/null 2>&1 || fail "make deb built no $p"
+done
+n=$(ls build/deb/*.deb | wc -l)
+# the step's line, then the packages: the builds are quiet (README)
+[ "$(wc -l < "$tmp/deb")" -le $((n + 1)) ] || fail "make deb printed $(wc -l < "$tmp/deb") lines for $n packages"
+grep -q '^building the Debian packages' "$tmp/deb" || fail "make deb does not say what it builds"

@@ -190,9 +190,16 @@ has '^export EFAP2P_ENV=NCCL_TOPO_FILE$' "efap2p env --format slurm in the emula
 [ -x /usr/share/efap2p/slurm-taskprolog ] || fail "the Slurm TaskProlog is not installed"
 doc 'efap2p sim --machine intel-acs-switch -- ibv_devinfo'
 has 'rdmap5s0' "ibv_devinfo in the emulated intel-acs-switch"
-doc 'LD_PRELOAD=libefap2p.so.1 efap2p sim -- fi_info -p efa'
+# fi_info prints the same with and without the library (the manuals say
+# so): what shows is EFAP2P_LOG=info's line for each device libfabric asks
+doc 'LD_PRELOAD=libefap2p.so.1 EFAP2P_LOG=info efap2p sim -- fi_info -p efa'
 has 'provider: efa' "fi_info -p efa with the library preloaded"
-doc 'LD_PRELOAD=libefap2p.so.1 fi_info -p efa' env LD_PRELOAD=libefap2p.so.1 efap2p sim -- fi_info -p efa
+has '^efap2p: info: rdmap79s0 .*P2P_DMA: true P2P' "EFAP2P_LOG=info fi_info -p efa: no line with the library's answer"
+doc 'LD_PRELOAD=libefap2p.so.1 EFAP2P_LOG=info fi_info -p efa' env LD_PRELOAD=libefap2p.so.1 EFAP2P_LOG=info efap2p sim -- fi_info -p efa
+has '^efap2p: info: rdmap79s0 .*P2P_DMA: true P2P' "EFAP2P_LOG=info fi_info -p efa: no line with the library's answer"
+# the manual: env LD_PRELOAD=... inside efap2p sim keeps the emulator
+doc 'efap2p sim -- env LD_PRELOAD=libefap2p.so.1 fi_info -p efa'
+has 'provider: efa' "efap2p sim -- env LD_PRELOAD=libefap2p.so.1 fi_info -p efa: no EFA device"
 
 step "the unit, as the manual turns it on"
 if ! command -v systemctl >/dev/null; then
@@ -213,7 +220,7 @@ fi
 
 step "the operator's topology file (purge keeps it)"
 [ ! -e /etc/efap2p/topology.json ] || fail "/etc/efap2p/topology.json is there before the check writes it"
-doc 'sudo efap2p export --peer-blocked 0000:05:00.0 -o /etc/efap2p/topology.json' \
+doc 'efap2p export --peer-blocked 0000:05:00.0 -o /etc/efap2p/topology.json' \
 	$sudo efap2p sim --machine intel-acs-switch -- efap2p export --peer-blocked 0000:05:00.0 -o /etc/efap2p/topology.json
 [ -f /etc/efap2p/topology.json ] || fail "no /etc/efap2p/topology.json"
 

@@ -58,7 +58,14 @@ func (opt *RunOptions) logf(format string, args ...any) {
 // reports it: 128+N when signal N killed it, 127 when it cannot be found,
 // 126 when it cannot be run; SIGTERM and SIGHUP sent to this process are
 // passed on to it, and a kill of this process (SIGKILL) kills it too.
+// A command that sets LD_PRELOAD through env(1) keeps the emulator's
+// library in it, and one that would drop the host is refused before it
+// starts (CommandPreload, ErrDropsEmulator).
 func Run(m *models.Machine, command []string, opt RunOptions) (int, error) {
+	command, err := CommandPreload(command, opt.Library)
+	if err != nil {
+		return 0, fmt.Errorf("sim: %w", err)
+	}
 	base := treeBase()
 	for _, d := range CleanTrees(base) {
 		opt.logf("removed the tree of an efap2p sim that is gone: %s", d)

@@ -63,9 +63,9 @@ func TestCheckPrometheus(t *testing.T) {
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
 		if os.Getenv("CI") != "" {
-			t.Fatal("promtool is missing in CI: `make deps` installs the prometheus package")
+			t.Fatal("promtool is missing in CI: `make test-deps` installs the prometheus package")
 		}
-		t.Skip("promtool not installed (Debian package prometheus; make deps)")
+		t.Skip("promtool not installed (Debian package prometheus; make test-deps)")
 	}
 	trees := checkTrees(t)
 	for _, name := range []string{"healthy", "nic-removed", "unprivileged", "no-accelerator"} {

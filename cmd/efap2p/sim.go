@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -34,7 +35,9 @@ func simUsage() string {
 Running a command:
   The model (default ` + models.DefaultMachine + `) is written as a sysfs tree to a new
   temporary directory; COMMAND runs with SYSFS_PATH naming that tree and
-  libefasim.so appended to LD_PRELOAD. Inside, the unmodified rdma-core
+  libefasim.so appended to LD_PRELOAD (to the one env sets too, in
+  'efap2p sim -- env LD_PRELOAD=LIB PROG'; env -i and env -u LD_PRELOAD,
+  which would drop the host, are refused). Inside, the unmodified rdma-core
   userspace (libibverbs, libefa, ibv_devices, ibv_devinfo, pyverbs) sees the
   model's EFA devices: /dev/infiniband/uverbsN, contexts, device and port
   queries, protection domains, memory registration, dma-buf registration
@@ -214,6 +217,9 @@ func simRun(args []string, stdout, stderr io.Writer) error {
 	code, err := sim.Run(m, command, sim.RunOptions{Library: lib, Fabric: *fabric, Keep: *keep,
 		Stdin: os.Stdin, Stdout: stdout, Stderr: stderr,
 		Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "efap2p: "+format+"\n", args...) }})
+	if errors.Is(err, sim.ErrDropsEmulator) {
+		return inputError{err}
+	}
 	if err != nil {
 		return err
 	}

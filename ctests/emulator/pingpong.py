@@ -54,7 +54,7 @@ def fi_args(mode):
     None when this libfabric has no such mode."""
     fi = shutil.which("fi_pingpong")
     if not fi:
-        sys.exit("fi_pingpong not found: 'make deps' installs libfabric-bin")
+        sys.exit("fi_pingpong not found: 'make test-deps' installs libfabric-bin")
     st = stack.detect()
     args = [fi, "-p", "efa", "-e", "dgram" if mode == "dgram" else "rdm", "-I", ITERATIONS, "-c"]
     if mode == "dgram":

@@ -16,7 +16,7 @@ insim() { "$efap2p" sim --machine p5.48xlarge -- "$@"; }
 
 case $2 in
 lspci)
-	command -v lspci >/dev/null || { echo "no lspci ('make deps' installs pciutils)"; exit 77; }
+	command -v lspci >/dev/null || { echo "no lspci ('make test-deps' installs pciutils)"; exit 77; }
 	n=$(insim lspci | wc -l)
 	[ "$n" = 124 ] || fail "lspci inside efap2p sim lists $n functions; the model has 124"
 	tree=$(insim lspci -tv)
@@ -29,7 +29,7 @@ lspci)
 	echo "lspci: 124 functions, 32 EFA NICs, -vv reads every one"
 	;;
 lstopo)
-	command -v lstopo >/dev/null || { echo "no lstopo ('make deps' installs hwloc)"; exit 77; }
+	command -v lstopo >/dev/null || { echo "no lstopo ('make test-deps' installs hwloc)"; exit 77; }
 	out=$(insim lstopo --of console 2>&1)
 	! grep -q 'invalid information' <<< "$out" || fail "hwloc found the emulated host inconsistent: $out"
 	[ "$(grep -c 'Package L#' <<< "$out")" = 2 ] || fail "lstopo: not 2 packages: $out"

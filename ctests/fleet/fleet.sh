@@ -18,6 +18,13 @@
 #               firmware-blocked (boot-time file) FI_HMEM_DISABLE_P2P=1 and
 #               the reason in its output; a user's variable is kept, one an
 #               earlier efap2p env set is unset
+#   podman      the DaemonSet's container (dist/efap2p-check.daemonset.yaml)
+#               run by podman as the kubelet would run it: the image make
+#               image built ($EFAP2P_IMAGE, loaded from $EFAP2P_IMAGE_ARCHIVE),
+#               the manifest's command, args, securityContext, memory limit
+#               and mounts, /sys read-only (an emulated host's tree as a
+#               process without capabilities sees it), the boot-time file
+#               root wrote for that host mounted at /run/efap2p or not
 # EFAP2P_FLEET_WRONG=MODEL makes the check's status wrong on purpose: every
 # run checks MODEL instead (p5.48xlarge: always healthy; trn2.48xlarge:
 # always degraded, libefa 44 claims none of its NICs): each scenario must
@@ -35,6 +42,8 @@ pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+	# podman's store: its containers and what they left mounted
+	[ -z "${store:-}" ] || efap2p_podman "$store" system reset -f >/dev/null 2>&1
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -331,6 +340,110 @@ nfd)
 	echo "nfd: p5.48xlarge efa.p2p=true; cpu-node, trn2.48xlarge efa.p2p=false"
 	;;
 taskprolog) taskprolog ;;
+podman)
+	for c in podman runc; do command -v $c >/dev/null || skip "$c missing (Debian packages podman, runc)"; done
+	python3 -c 'import yaml' 2>/dev/null || skip "python3-yaml missing"
+	[ -n "${EFAP2P_IMAGE:-}" ] && [ -e "${EFAP2P_IMAGE_ARCHIVE:-}" ] || skip "no image: make fleet-test builds it (make image)"
+	. "$src/scripts/podman.sh"
+	store=$tmp/podman
+	efap2p_podman "$store" load -q -i "$EFAP2P_IMAGE_ARCHIVE" >/dev/null || fail "podman load -i $EFAP2P_IMAGE_ARCHIVE"
+	efap2p_podman "$store" image exists "$EFAP2P_IMAGE" || fail "$EFAP2P_IMAGE_ARCHIVE holds no $EFAP2P_IMAGE"
+	manifest=$src/dist/efap2p-check.daemonset.yaml
+	# podman's arguments for the manifest's container, as the kubelet would
+	# run it: ARGS MANIFEST IMAGE HOST_DIR, NUL-separated
+	cat > "$tmp/podman-args.py" <<-'PY'
+	import json, sys, yaml
+	ds = yaml.safe_load(open(sys.argv[1]))
+	image, host = sys.argv[2], sys.argv[3]
+	spec = ds["spec"]["template"]["spec"]
+	(c,) = spec["containers"]
+	assert c["image"] == image, f"the manifest runs {c['image']}, make image builds {image}"
+	# what kubelet does with each field; a field this does not know fails
+	known = {"name", "image", "command", "args", "securityContext", "resources", "volumeMounts"}
+	assert set(c) <= known, f"fields podman is not given: {set(c) - known}"
+	sc = c.get("securityContext", {})
+	assert set(sc) <= {"runAsUser", "readOnlyRootFilesystem", "allowPrivilegeEscalation", "capabilities"}, sc
+	a = ["--name", "efap2p-check", "-d", "--network", "none"]
+	if "runAsUser" in sc:
+	    a += ["--user", str(sc["runAsUser"])]
+	if sc.get("readOnlyRootFilesystem"):
+	    a += ["--read-only", "--read-only-tmpfs=false"]
+	if sc.get("allowPrivilegeEscalation") is False:
+	    a += ["--security-opt", "no-new-privileges"]
+	for cap in sc.get("capabilities", {}).get("drop", []):
+	    a += ["--cap-drop", cap.lower()]
+	mem = c.get("resources", {}).get("limits", {}).get("memory")
+	if mem:
+	    assert mem.endswith("Mi"), mem
+	    a += ["--memory", mem[:-2] + "m"]
+	# the hostPath volumes, each a folder of this emulated host
+	places = {"/var/lib/prometheus/node-exporter": "textfile", "/etc/kubernetes/node-feature-discovery/features.d": "features.d",
+	          "/run/efap2p": "run-efap2p", "/etc/efap2p": "etc-efap2p"}
+	vols = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"]}
+	for m in c["volumeMounts"]:
+	    a += ["-v", f"{host}/{places[vols[m['name']]]}:{m['mountPath']}" + (":ro" if m.get("readOnly") else "")]
+	# kubelet gives an unprivileged container the node's /sys, read-only
+	a += ["-v", f"{host}/sys:/sys:ro", "--entrypoint", json.dumps(c["command"]), c["image"]] + c["args"]
+	sys.stdout.write("\0".join(a) + "\0")
+	PY
+	# daemonset NAME MODEL FILES [NIC]: runs the manifest's container on an
+	# emulated MODEL until it has run its loop's checks once. FILES are the
+	# host's topology files: boot (the boot-time file, which
+	# efap2p-topology.service writes as root), etc (the operator's file
+	# only) or none; NIC is a NIC recorded in the operator's file as
+	# firmware-blocked (under EFAP2P_FLEET_WRONG, none is). Leaves the
+	# textfile, the feature file and the logged line in $tmp/NAME/.
+	daemonset() {
+		local name=$1 m=${EFAP2P_FLEET_WRONG:-$2} files=$3 nic=${4:-} host=$tmp/$1
+		[ -z "${EFAP2P_FLEET_WRONG:-}" ] || nic=
+		mkdir -p "$host"/{textfile,features.d,run-efap2p,etc-efap2p}
+		# the host as root sees it, with its files; and as a process without
+		# capabilities reads it (64 bytes of config space): the container's /sys
+		"$efap2p" sim write --machine "$m" "$host/root-view" >/dev/null || fail "sim write $m"
+		if [ -n "$nic" ]; then
+			"$efap2p" export --peer-blocked "$nic" --sysfs "$host/root-view" -o "$host/root-view/etc/efap2p/topology.json" >/dev/null 2>&1 ||
+				fail "export --peer-blocked $nic"
+		fi
+		"$efap2p" export --boot --sysfs "$host/root-view" >/dev/null 2>&1 || fail "export --boot for $m"
+		"$efap2p" sim write --unprivileged --machine "$m" "$host/sys" >/dev/null || fail "sim write --unprivileged $m"
+		# where the runtime mounts the container's cgroup, as in any /sys
+		mkdir -p "$host/sys/fs/cgroup"
+		case $files in
+		boot) cp "$host/root-view/run/efap2p/"topology.json* "$host/run-efap2p/" ;;
+		etc) [ -z "$nic" ] || cp "$host/root-view/etc/efap2p/"topology.json* "$host/etc-efap2p/" ;;
+		esac
+		local -a args
+		python3 "$tmp/podman-args.py" "$manifest" "$EFAP2P_IMAGE" "$host" > "$host/args" 2> "$host/args.err" ||
+			fail "the manifest: $(tail -1 "$host/args.err")"
+		mapfile -d '' args < "$host/args"
+		efap2p_podman "$store" rm -f -t 0 efap2p-check >/dev/null 2>&1 || true
+		efap2p_podman "$store" run "${args[@]}" >/dev/null || fail "podman run ${args[*]}"
+		line() { efap2p_podman "$store" logs efap2p-check 2>&1 | grep -E '^(OK|PROBLEM|UNKNOWN)' | head -1; }
+		logged() { [ -n "$(line)" ]; }
+		until_ok 120 logged || fail "$name: the container logged no check line: $(efap2p_podman "$store" logs efap2p-check 2>&1 | tail -5)"
+		line > "$host/line"
+		efap2p_podman "$store" logs efap2p-check > "$host/log" 2>&1
+		efap2p_podman "$store" rm -f -t 0 efap2p-check >/dev/null 2>&1
+		! grep -v -E '^(OK|PROBLEM|UNKNOWN)' "$host/log" | grep -q . || fail "$name: the container logged more than its line: $(cat "$host/log")"
+		grep -q '^efap2p_check_status ' "$host/textfile/efap2p.prom" || fail "$name: no efap2p_check_status in the textfile"
+		grep -qx "efa.instance-type=$2" "$host/features.d/efap2p" || fail "$name: the feature file: $(cat "$host/features.d/efap2p")"
+		echo "podman: $name ($2, files: $files${nic:+, $nic blocked}): $(cat "$host/line")"
+	}
+	daemonset healthy p5.48xlarge boot
+	h=$tmp/healthy
+	grep -q '^OK' "$h/line" || fail "healthy p5.48xlarge: $(cat "$h/line")"
+	grep -qx 'efap2p_check_status 0' "$h/textfile/efap2p.prom" || fail "healthy p5.48xlarge: $(grep status "$h/textfile/efap2p.prom")"
+	grep -qx 'efa.p2p=true' "$h/features.d/efap2p" || fail "healthy p5.48xlarge: the feature file: $(cat "$h/features.d/efap2p")"
+	# what sysfs cannot show reaches the container through the files it
+	# mounts read-only: the boot-time file (carrying the operator's
+	# record), or the operator's file alone
+	for f in boot etc; do
+		daemonset "blocked-$f" p5.48xlarge "$f" 0000:93:00.0
+		h=$tmp/blocked-$f
+		grep -q '^PROBLEM.*0000:93:00.0' "$h/line" || fail "a firmware-blocked NIC in the $f file: $(cat "$h/line")"
+		grep -qx 'efap2p_check_status 1' "$h/textfile/efap2p.prom" || fail "blocked-$f: $(grep status "$h/textfile/efap2p.prom")"
+	done
+	;;
 *) fail "unknown scenario $scenario" ;;
 esac
 echo "fleet.$scenario: ok"

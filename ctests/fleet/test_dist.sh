@@ -9,7 +9,8 @@
 #   unit       the boot unit orders itself before its readers
 #   rules      promtool checks and tests the alerting rules
 #   daemonset  the DaemonSet mounts /run/efap2p, leaves EFAP2P_TOPOLOGY
-#              alone and runs the tool where the package puts it
+#              alone, runs the tool where the package puts it, and names
+#              the image make image builds (make fleet-test runs it)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
@@ -93,7 +94,9 @@ rules)
 	(cd "$here" && promtool test rules rules_test.yml) || fail "promtool test rules"
 	;;
 daemonset)
-	python3 - "$src/dist/efap2p-check.daemonset.yaml" "$src/debian/efap2p.install" <<-'PY' || fail "the DaemonSet"
+	# the last line: make says first where it found Go when not on PATH
+	image=$(make -s -C "$src" print-IMAGE | tail -1) || fail "make print-IMAGE"
+	python3 - "$src/dist/efap2p-check.daemonset.yaml" "$src/debian/efap2p.install" "$image" <<-'PY' || fail "the DaemonSet"
 	import sys, yaml
 	ds = yaml.safe_load(open(sys.argv[1]))
 	installed = ["/" + l.strip() for l in open(sys.argv[2]) if l.strip() and not l.startswith("#")]
@@ -112,6 +115,7 @@ daemonset)
 	for fmt in ("prometheus", "nfd", "line"):
 	    assert f"--format {fmt}" in script, f"no --format {fmt}"
 	assert "nodeSelector" not in spec, "a node selector: CPU nodes are not applicable, and healthy"
+	assert c["image"] == sys.argv[3], f"the image {c['image']} is not the one make image builds, {sys.argv[3]}"
 	PY
 	;;
 *) fail "unknown case $case" ;;
