@@ -104,3 +104,44 @@ func TestEmulatorUnlistedPairs(t *testing.T) {
 		})
 	}
 }
+
+// TestEmulatorConfigKernel: the configuration names the model's kernel
+// release, which the emulated efa driver answers as (the fields of its
+// commands, its methods); a model without one is the newest.
+func TestEmulatorConfigKernel(t *testing.T) {
+	tests := []struct {
+		model string
+		noRel bool // the model's release removed
+		want  string
+	}{
+		{model: "p5.48xlarge", want: "6.8.0-1021-aws"},
+		{model: "p4d.24xlarge", want: "5.10.230-223.885.amzn2.x86_64"},
+		{model: "hygon-hmat-p2p", want: "p2p-hmat"},
+		{model: "amd-zen-acs-switch", want: "6.17.0-6-generic"},
+		{model: "p5.48xlarge", noRel: true, want: "latest"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.model+"/"+tt.want, func(t *testing.T) {
+			m, err := models.Builtin(tt.model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.noRel {
+				m.Kernel = p2p.Release{}
+			}
+			conf, err := EmulatorConfig(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, line := range strings.Split(conf, "\n") {
+				if f := strings.Fields(line); len(f) > 0 && f[0] == "kernel" {
+					got = append(got, strings.Join(f[1:], " "))
+				}
+			}
+			if len(got) != 1 || got[0] != tt.want {
+				t.Errorf("kernel lines %q, want one naming %q", got, tt.want)
+			}
+		})
+	}
+}

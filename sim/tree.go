@@ -122,9 +122,15 @@ func PrepareTreeDir(dir string, force bool) error {
 // registration from that NIC into memory owned by that function).
 //
 //	efasim 1
+//	kernel <release>
 //	function <pci> <vendor> <device> <class> <driver|->
 //	device <uverbsN> <ibdev> <pci> key=value ...
 //	verdict <nic-pci> <owner-pci> p2p|bounced|refused
+//
+// The kernel line is the model's kernel release (latest when the model
+// names none): the emulated efa driver and ib_uverbs answer as that
+// release's do (which fields of a command they know, which methods they
+// have), whatever rdma-core the emulator was built with.
 //
 // The emulated kernel decides every (EFA NIC, dma-buf owner) pair: the
 // hand-worked expected verdicts first (the ground truth), then, for every
@@ -142,6 +148,7 @@ func EmulatorConfig(m *models.Machine) (string, error) {
 func emulatorConfig(m *models.Machine, opt TreeOptions) (string, error) {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "efasim 1\n# machine %s; written by efap2p sim write\n", m.Name)
+	fmt.Fprintf(&b, "kernel %s\n", m.KernelRelease())
 	if opt.Fabric != "" {
 		fmt.Fprintf(&b, "fabric %s\n", opt.Fabric)
 	}

@@ -7,6 +7,8 @@
  *	function <pci> <vendor> <device> <class> <driver|->
  *	device <uverbsN> <ibdev> <pci> key=value ...
  *	verdict <nic-pci> <owner-pci> p2p|bounced|refused
+ *	fabric <directory>
+ *	kernel <release>
  *
  * Lines of unknown kinds and unknown keys are ignored (newer writers may add
  * them). The file is read once, on first use, with raw system calls so that
@@ -328,6 +330,37 @@ static int set_fabric(struct efasim_config *c, char *rest)
 	return 0;
 }
 
+/*
+ * "kernel <release>": the model's kernel release, as uname -r names it
+ * ("6.8.0-1021-aws"): major.minor count. A name without numbers ("latest",
+ * "p2p-hmat") is the newest release the emulator knows.
+ */
+static int set_kernel(struct efasim_config *c, char *rest)
+{
+	char *name = next_token(&rest), *end;
+	unsigned long major, minor = 0;
+
+	if (!name || strlen(name) >= sizeof(c->kernel_name))
+		return -EINVAL;
+	snprintf(c->kernel_name, sizeof(c->kernel_name), "%s", name);
+	if (!isdigit((unsigned char)name[0])) {
+		c->kernel = UINT32_MAX;
+		return 0;
+	}
+	major = strtoul(name, &end, 10);
+	if (*end == '.')
+		minor = strtoul(end + 1, &end, 10);
+	if (major > 255 || minor > 255)
+		return -EINVAL;
+	c->kernel = (uint32_t)(major << 16 | minor << 8);
+	return 0;
+}
+
+bool efasim_kernel_at_least(const struct efasim_config *c, unsigned int major, unsigned int minor)
+{
+	return c->kernel >= (uint32_t)(major << 16 | minor << 8);
+}
+
 static int parse_line(struct efasim_config *c, char *line, bool *seen_header)
 {
 	char *kw = next_token(&line);
@@ -350,6 +383,8 @@ static int parse_line(struct efasim_config *c, char *line, bool *seen_header)
 		return add_verdict(c, line);
 	if (!strcmp(kw, "fabric"))
 		return set_fabric(c, line);
+	if (!strcmp(kw, "kernel"))
+		return set_kernel(c, line);
 	return 0;
 }
 
@@ -358,6 +393,8 @@ int efasim_config_parse(struct efasim_config *c, char *text, char *err, size_t e
 	bool seen_header = false;
 	int lineno = 0, rc;
 	char *line, *save = NULL;
+
+	c->kernel = UINT32_MAX; /* until a kernel line says otherwise */
 
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		size_t n = strlen(line);

@@ -185,6 +185,11 @@ struct efasim_config {
 	struct efasim_verdict *verdicts;
 	size_t nverdicts;
 	char fabric[4096]; /* the fabric directory ("" = next to the file) */
+	/* the model's kernel release: what its efa driver and ib_uverbs
+	 * understand (abi.h, KREL); the newest the emulator knows when the
+	 * file names none or names no numbers (latest, p2p-hmat) */
+	uint32_t kernel;
+	char kernel_name[EFASIM_NAME_LEN];
 	struct timespec loaded; /* time stamps of the emulated device nodes */
 };
 
@@ -194,6 +199,8 @@ struct efasim_dev *efasim_dev_by_index(struct efasim_config *c, int index);
 const struct efasim_fn *efasim_fn_by_pci(const struct efasim_config *c, const char *pci);
 const struct efasim_verdict *efasim_verdict_for(const struct efasim_config *c,
 						const char *nic, const char *owner);
+/* Whether the emulated kernel is release major.minor or newer. */
+bool efasim_kernel_at_least(const struct efasim_config *c, unsigned int major, unsigned int minor);
 /* Parses "dddd:bb:dd.f" or "bb:dd.f" (any case) into the canonical form. */
 int efasim_pci_normalize(const char *in, char out[EFASIM_PCI_LEN]);
 /* Parses one configuration text; exposed for the loader and for tests. */
