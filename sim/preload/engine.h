@@ -26,6 +26,7 @@
 #define EFA_CAP_RDMA_READ (1u << 0)
 #define EFA_CAP_CQ_NOTIFICATIONS (1u << 2)
 #define EFA_CAP_RDMA_WRITE (1u << 5)
+#define EFA_CAP_UNSOLICITED_WRITE_RECV (1u << 6)
 
 /* ib_qp_state */
 enum { QPS_RESET, QPS_INIT, QPS_RTR, QPS_RTS, QPS_SQD, QPS_SQE, QPS_ERR };
@@ -248,6 +249,10 @@ struct dp_qp {
 	struct dp_cq *scq, *rcq;
 	uint32_t max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline;
 	uint32_t state, qkey, sq_psn, rnr_retry;
+	/* made with EFA_CREATE_QP_WITH_UNSOLICITED_WRITE_RECV: an RDMA write
+	 * with immediate data completes without a receive WQE */
+	bool unsolicited_write_recv;
+	uint8_t sl;
 	/* SQ: the LLQ ring and its doorbell */
 	uint8_t *sq;
 	volatile uint32_t *sq_db;
