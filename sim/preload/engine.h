@@ -56,6 +56,7 @@ enum { QPS_RESET, QPS_INIT, QPS_RTR, QPS_RTS, QPS_SQD, QPS_SQE, QPS_ERR };
 #define EFA_CQE_QTYPE_SHIFT 1
 #define EFA_CQE_HAS_IMM (1u << 3)
 #define EFA_CQE_OP_SHIFT 4
+#define EFA_CQE_UNSOLICITED (1u << 7) /* an RDMA write's receive completion without a WQE */
 #define EFA_QTYPE_SEND 1
 #define EFA_QTYPE_RECV 2
 #define EFA_CQ_DB_CI_MASK 0xffffu
@@ -114,7 +115,10 @@ struct efa_cqe {
 	uint16_t qp_num, length;
 	uint16_t ah, src_qp_num;
 	uint32_t imm;
-	uint8_t src_addr[16]; /* the extended entry (CQ created WITH_SGID) */
+	union { /* the extended entry (32 bytes) */
+		uint8_t src_addr[16]; /* a receive from an unknown AH */
+		uint16_t length_hi;   /* an RDMA write's receive: length bits 31:16 */
+	} u;
 };
 
 /* ---- the device's tables (dp_mem.c) ---- */
