@@ -362,6 +362,12 @@ static const char *method_name(unsigned int obj, unsigned int method)
 		return mr_methods[method];
 	if (obj == UV_OBJECT_PD && method == 0)
 		return "PD_DESTROY";
+	if (obj == UV_OBJECT_CQ && method <= 1)
+		return method ? "CQ_DESTROY" : "CQ_CREATE";
+	if (obj == UV_OBJECT_QP && method <= 1)
+		return method ? "QP_DESTROY" : "QP_CREATE";
+	if (obj == UV_OBJECT_AH && method == 0)
+		return "AH_DESTROY";
 	if (obj == UV_OBJECT_MR && method == EFA_UV_METHOD_MR_QUERY)
 		return "EFA MR_QUERY";
 	return "method";
