@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * What the emulated kernel accepts and refuses follows the model's kernel
- * release, whatever rdma-core the emulator and this test were built with:
+ * What the emulated kernel accepts and refuses follows the release of the
+ * model's efa driver, whatever rdma-core the emulator and this test were
+ * built with:
  *
  *  - CREATE_QP's efa udata (efa_create_qp): up to 6.9 the command ends at
  *    driver_qp_type and anything after it must be zero (EINVAL); 6.10 adds
@@ -18,8 +19,10 @@
  * efadv_query_mr.
  *
  * Usage: test_kernel_abi RELEASE IBDEV=CAPS..., run inside `efap2p sim`
- * with a model of that kernel release; CAPS are the model device's own
- * caps: r RDMA_READ, w RDMA_WRITE, u UNSOLICITED_WRITE_RECV ("-" none).
+ * with a model whose efa driver has that release's ABI (the kernel's
+ * in-tree driver, or AWS's out-of-tree one: 2.17.3g on p5.48xlarge's 6.8
+ * has 6.13's); CAPS are the model device's own caps: r RDMA_READ, w
+ * RDMA_WRITE, u UNSOLICITED_WRITE_RECV ("-" none).
  * The expectations below are the kernel's rules, written by hand.
  */
 #define _GNU_SOURCE

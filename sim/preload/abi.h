@@ -13,8 +13,9 @@
  * field of EFA's create-QP command (kernel 6.10) and refuse it where a 6.10
  * kernel accepts it; built against 6.12's, it would accept it where a 6.8
  * kernel refuses it, and refuse the service level 6.13 accepts. Here every structure has its newest layout, and the
- * command handlers decide what each field means by the model's kernel
- * release (efasim_kernel_at_least), as the efa driver of that release does.
+ * command handlers decide what each field means by the release of the
+ * model's efa driver (efasim_efa_at_least: the kernel's in-tree driver, or
+ * AWS's out-of-tree one by its version), as that driver does.
  * ctests/emulator/test_emulator_abi.c checks these definitions against
  * whichever uapi headers are installed.
  *

@@ -373,8 +373,8 @@ int efasim_cmd_destroy_cq(struct efasim_wcall *c)
 static int qp_udata(struct efasim_wcall *c, struct efa_uv_create_qp *cmd)
 {
 	const struct efasim_config *cfg = efasim_config();
-	const bool has_flags = efasim_kernel_at_least(cfg, 6, 10);
-	const bool has_sl = efasim_kernel_at_least(cfg, 6, 13);
+	const bool has_flags = efasim_efa_at_least(cfg, 6, 10);
+	const bool has_sl = efasim_efa_at_least(cfg, 6, 13);
 	const size_t size = has_flags ? sizeof(*cmd) : EFA_UV_CREATE_QP_SIZE_6_1;
 	uint16_t supported = 0;
 	size_t i;

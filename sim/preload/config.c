@@ -9,6 +9,7 @@
  *	verdict <nic-pci> <owner-pci> p2p|bounced|refused
  *	fabric <directory>
  *	kernel <release>
+ *	efa_driver <release> in-tree|out-of-tree <version>
  *
  * Lines of unknown kinds and unknown keys are ignored (newer writers may add
  * them). The file is read once, on first use, with raw system calls so that
@@ -335,16 +336,13 @@ static int set_fabric(struct efasim_config *c, char *rest)
  * ("6.8.0-1021-aws"): major.minor count. A name without numbers ("latest",
  * "p2p-hmat") is the newest release the emulator knows.
  */
-static int set_kernel(struct efasim_config *c, char *rest)
+static int parse_release(const char *name, uint32_t *out)
 {
-	char *name = next_token(&rest), *end;
 	unsigned long major, minor = 0;
+	char *end;
 
-	if (!name || strlen(name) >= sizeof(c->kernel_name))
-		return -EINVAL;
-	snprintf(c->kernel_name, sizeof(c->kernel_name), "%s", name);
 	if (!isdigit((unsigned char)name[0])) {
-		c->kernel = UINT32_MAX;
+		*out = UINT32_MAX;
 		return 0;
 	}
 	major = strtoul(name, &end, 10);
@@ -352,13 +350,42 @@ static int set_kernel(struct efasim_config *c, char *rest)
 		minor = strtoul(end + 1, &end, 10);
 	if (major > 255 || minor > 255)
 		return -EINVAL;
-	c->kernel = (uint32_t)(major << 16 | minor << 8);
+	*out = (uint32_t)(major << 16 | minor << 8);
 	return 0;
 }
 
-bool efasim_kernel_at_least(const struct efasim_config *c, unsigned int major, unsigned int minor)
+static int set_kernel(struct efasim_config *c, char *rest)
 {
-	return c->kernel >= (uint32_t)(major << 16 | minor << 8);
+	char *name = next_token(&rest);
+
+	if (!name || strlen(name) >= sizeof(c->kernel_name))
+		return -EINVAL;
+	snprintf(c->kernel_name, sizeof(c->kernel_name), "%s", name);
+	return parse_release(name, &c->kernel);
+}
+
+/* "efa_driver <release> <what>": the upstream release whose efa driver
+ * answers as the model's does, then what it is ("in-tree", "out-of-tree
+ * 2.17.3g"), kept for the trace. */
+static int set_efa_driver(struct efasim_config *c, char *rest)
+{
+	char *rel = next_token(&rest);
+	size_t n;
+
+	if (!rel)
+		return -EINVAL;
+	while (*rest == ' ' || *rest == '\t')
+		rest++;
+	n = strlen(rest);
+	snprintf(c->efa_driver_name, sizeof(c->efa_driver_name), "%.*s", (int)n, rest);
+	return parse_release(rel, &c->efa_driver);
+}
+
+bool efasim_efa_at_least(const struct efasim_config *c, unsigned int major, unsigned int minor)
+{
+	uint32_t rel = c->efa_driver ? c->efa_driver : c->kernel;
+
+	return rel >= (uint32_t)(major << 16 | minor << 8);
 }
 
 static int parse_line(struct efasim_config *c, char *line, bool *seen_header)
@@ -385,6 +412,8 @@ static int parse_line(struct efasim_config *c, char *line, bool *seen_header)
 		return set_fabric(c, line);
 	if (!strcmp(kw, "kernel"))
 		return set_kernel(c, line);
+	if (!strcmp(kw, "efa_driver"))
+		return set_efa_driver(c, line);
 	return 0;
 }
 
@@ -500,8 +529,10 @@ static void load_config(void)
 	}
 	clock_gettime(CLOCK_REALTIME, &c->loaded);
 	the_config = c;
-	efasim_trace("loaded %s: %zu EFA devices, %zu functions, %zu verdicts",
-		     c->path, c->ndevs, c->nfns, c->nverdicts);
+	efasim_trace("loaded %s: %zu EFA devices, %zu functions, %zu verdicts; kernel %s, efa driver %s",
+		     c->path, c->ndevs, c->nfns, c->nverdicts,
+		     c->kernel_name[0] ? c->kernel_name : "latest",
+		     c->efa_driver_name[0] ? c->efa_driver_name : "in-tree");
 	errno = saved;
 	return;
 none:

@@ -390,8 +390,8 @@ static int do_ioctl(struct efasim_uverbs *uv, unsigned long req, uint64_t arg,
 	if (h->object_id == UV_OBJECT_MR && h->method_id == UV_METHOD_REG_DMABUF_MR)
 		return reg_dmabuf_mr(uv, h, arg + sizeof(*h), c);
 	if (h->object_id == UV_OBJECT_MR && h->method_id == EFA_UV_METHOD_MR_QUERY) {
-		if (!efasim_kernel_at_least(efasim_config(), 6, 8)) {
-			c->why = "not in the model's kernel (6.8)";
+		if (!efasim_efa_at_least(efasim_config(), 6, 8)) {
+			c->why = "not in the model's efa driver (6.8, amzn-drivers 2.8.0)";
 			return -EPROTONOSUPPORT;
 		}
 		return query_mr(uv, h, arg + sizeof(*h));
