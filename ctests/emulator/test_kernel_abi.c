@@ -12,7 +12,9 @@
  *  - the efa driver's MR_QUERY ioctl (efadv_query_mr): from 6.8, before it
  *    EPROTONOSUPPORT (no such method);
  *  - the device caps the driver reports: RDMA_WRITE from 6.4,
- *    UNSOLICITED_WRITE_RECV from 6.10.
+ *    UNSOLICITED_WRITE_RECV from 6.10;
+ *  - dma-buf MRs (ibv_reg_dmabuf_mr): uverbs' method from 5.12, the efa
+ *    driver's support from 5.16 (before, EPROTONOSUPPORT).
  *
  * Both over the raw uverbs protocol (what any libefa sends) and, where the
  * installed libefa has them (rdma-core 52+), through efadv_create_qp_ex and
@@ -26,6 +28,7 @@
  * The expectations below are the kernel's rules, written by hand.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -247,6 +250,38 @@ out:
 	free(buf);
 }
 
+/* ibv_reg_dmabuf_mr (uverbs' REG_DMABUF_MR, ioctl only) of a system-memory
+ * dma-buf: uverbs has the method from 5.12, for a driver with dma-buf MRs
+ * (the in-tree efa from 5.16); before, no such method: the kernel's
+ * EPROTONOSUPPORT, which libibverbs passes on. */
+static void test_dmabuf(struct ibv_context *ctx, const struct dev *d)
+{
+	int (*create)(const char *, const char *, size_t) =
+		(int (*)(const char *, const char *, size_t))dlsym(RTLD_DEFAULT, "efasim_dmabuf_create");
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_mr *mr;
+	int fd = create ? create(NULL, "system", 1 << 20) : -1;
+
+	CHECK(pd && fd >= 0, "%s: PD or dma-buf: %s", d->name, strerror(errno));
+	if (!pd || fd < 0)
+		goto out;
+	errno = 0;
+	mr = ibv_reg_dmabuf_mr(pd, 0, 1 << 20, 0, fd, IBV_ACCESS_LOCAL_WRITE);
+	if (at_least(5, 16)) {
+		CHECK(mr != NULL, "%s: dma-buf MR: %s", d->name, strerror(errno));
+	} else {
+		CHECK(mr == NULL, "%s: a dma-buf MR before 5.16", d->name);
+		CHECK_ERR(errno, EPROTONOSUPPORT);
+	}
+	if (mr)
+		ibv_dereg_mr(mr);
+out:
+	if (fd >= 0)
+		close(fd);
+	if (pd)
+		ibv_dealloc_pd(pd);
+}
+
 static void test_caps(struct ibv_context *ctx, const struct dev *d)
 {
 	struct efadv_device_attr a;
@@ -299,6 +334,7 @@ int main(int argc, char **argv)
 			test_caps(ctx, &d);
 			test_create_qp(ctx, &d);
 			test_query_mr(ctx, &d);
+			test_dmabuf(ctx, &d);
 			ibv_close_device(ctx);
 		}
 	}

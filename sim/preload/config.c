@@ -381,6 +381,11 @@ static int set_efa_driver(struct efasim_config *c, char *rest)
 	return parse_release(rel, &c->efa_driver);
 }
 
+bool efasim_kernel_at_least(const struct efasim_config *c, unsigned int major, unsigned int minor)
+{
+	return c->kernel >= (uint32_t)(major << 16 | minor << 8);
+}
+
 bool efasim_efa_at_least(const struct efasim_config *c, unsigned int major, unsigned int minor)
 {
 	uint32_t rel = c->efa_driver ? c->efa_driver : c->kernel;

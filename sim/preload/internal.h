@@ -203,6 +203,8 @@ struct efasim_dev *efasim_dev_by_index(struct efasim_config *c, int index);
 const struct efasim_fn *efasim_fn_by_pci(const struct efasim_config *c, const char *pci);
 const struct efasim_verdict *efasim_verdict_for(const struct efasim_config *c,
 						const char *nic, const char *owner);
+/* Whether the emulated kernel is release major.minor or newer. */
+bool efasim_kernel_at_least(const struct efasim_config *c, unsigned int major, unsigned int minor);
 /* Whether the emulated efa driver has the ABI of upstream release
  * major.minor or newer. */
 bool efasim_efa_at_least(const struct efasim_config *c, unsigned int major, unsigned int minor);

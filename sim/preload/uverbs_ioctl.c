@@ -267,7 +267,6 @@ static int reg_dmabuf_mr(struct efasim_uverbs *uv, const struct uv_ioctl_hdr *h,
 	struct uv_ioctl_attr attrs[MAX_ATTRS];
 	int rc;
 
-	atomic_fetch_add(&efasim_dmabuf_mr_calls, 1);
 	c->uv = uv;
 	c->uattrs = uattrs;
 	if (efasim_copy_in(attrs, uattrs, h->num_attrs * sizeof(attrs[0])))
@@ -387,8 +386,18 @@ static int do_ioctl(struct efasim_uverbs *uv, unsigned long req, uint64_t arg,
 		return -EPROTONOSUPPORT;
 	if (h->driver_id != UV_DRIVER_EFA)
 		return -EINVAL;
-	if (h->object_id == UV_OBJECT_MR && h->method_id == UV_METHOD_REG_DMABUF_MR)
+	if (h->object_id == UV_OBJECT_MR && h->method_id == UV_METHOD_REG_DMABUF_MR) {
+		/* uverbs has the method from 5.12, for a driver with dma-buf
+		 * MRs: the in-tree efa from 5.16, the out-of-tree one from
+		 * 1.16.0 (its efa_driver release is 6.1 or newer) */
+		atomic_fetch_add(&efasim_dmabuf_mr_calls, 1);
+		if (!efasim_kernel_at_least(efasim_config(), 5, 12) ||
+		    !efasim_efa_at_least(efasim_config(), 5, 16)) {
+			c->why = "not in the model's kernel (5.12) or efa driver (5.16, amzn-drivers 1.16.0)";
+			return -EPROTONOSUPPORT;
+		}
 		return reg_dmabuf_mr(uv, h, arg + sizeof(*h), c);
+	}
 	if (h->object_id == UV_OBJECT_MR && h->method_id == EFA_UV_METHOD_MR_QUERY) {
 		if (!efasim_efa_at_least(efasim_config(), 6, 8)) {
 			c->why = "not in the model's efa driver (6.8, amzn-drivers 2.8.0)";
