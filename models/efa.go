@@ -218,8 +218,94 @@ func DriverCaps(k p2p.Release) (always, known uint32) {
 	return always, known
 }
 
+// amznEFA is, for AWS's out-of-tree efa driver (amzn-drivers,
+// kernel/linux/efa, its RELEASENOTES.md and efa_verbs.c at each tag), the
+// first version with each part of the efa ABI and the upstream release that
+// brought the same: RDMA write and data polling in 2.4.0 (6.4), the query-MR
+// method in 2.8.0 (6.8), unsolicited write-with-immediate receives and the
+// create-QP flags in 2.10.0 (6.10), the QP service level in 2.13.0 (6.13),
+// CQs with external memory in 2.17.0 (6.17; only on a kernel with the uverbs
+// attributes it needs, which upstream has from 6.17).
+var amznEFA = []struct {
+	version [3]int
+	like    p2p.Release
+}{
+	{[3]int{2, 4, 0}, p2p.MustParseRelease("6.4")},
+	{[3]int{2, 8, 0}, p2p.MustParseRelease("6.8")},
+	{[3]int{2, 10, 0}, p2p.MustParseRelease("6.10")},
+	{[3]int{2, 13, 0}, p2p.MustParseRelease("6.13")},
+	{[3]int{2, 17, 0}, p2p.MustParseRelease("6.17")},
+}
+
+// driverVersion parses an out-of-tree module version ("2.17.3g": the
+// digits of each dot-separated part).
+func driverVersion(s string) ([3]int, bool) {
+	var v [3]int
+	parts := strings.SplitN(s, ".", 3)
+	if len(parts) < 2 {
+		return v, false
+	}
+	for i, p := range parts {
+		n := 0
+		digits := 0
+		for _, c := range p {
+			if c < '0' || c > '9' {
+				break
+			}
+			n = n*10 + int(c-'0')
+			digits++
+		}
+		if digits == 0 {
+			return v, false
+		}
+		v[i] = n
+	}
+	return v, true
+}
+
+func versionLess(a, b [3]int) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] < b[i]
+		}
+	}
+	return false
+}
+
+// EFADriverRelease returns the upstream kernel release whose efa driver
+// answers as the model's does (its ABI: the device_caps bits it reports, the
+// fields of its commands, its methods). The in-tree driver is the kernel's
+// own: the model's kernel release. AWS's out-of-tree driver (a module efa,
+// out_of_tree, with a version) is the release whose features that version
+// has (amznEFA; the 6.1 rules before 2.4.0), but no newer than 6.13 on a
+// kernel older than 6.17, whose uverbs lacks what the driver's CQs with
+// external memory need. The second result names the driver ("in-tree", or
+// "out-of-tree VERSION").
+func (m *Machine) EFADriverRelease() (p2p.Release, string) {
+	k := m.KernelRelease()
+	mod := m.Host.Module("efa")
+	if mod == nil || !mod.OutOfTree || mod.Version == "" {
+		return k, "in-tree"
+	}
+	v, ok := driverVersion(mod.Version)
+	if !ok {
+		return k, "in-tree"
+	}
+	rel := p2p.MustParseRelease("6.1")
+	for _, a := range amznEFA {
+		if !versionLess(v, a.version) {
+			rel = a.like
+		}
+	}
+	if rel.AtLeast(p2p.MustParseRelease("6.17")) && !k.AtLeast(p2p.MustParseRelease("6.17")) {
+		rel = p2p.MustParseRelease("6.13")
+	}
+	return rel, "out-of-tree " + mod.Version
+}
+
 // ReportedCaps returns what efa_query_device reports in device_caps for a
-// device with these DeviceCaps under kernel release k.
+// device with these DeviceCaps under an efa driver of release k (the
+// model's EFADriverRelease).
 func (e *EFA) ReportedCaps(k p2p.Release) (uint32, error) {
 	dev, err := e.KernelCaps()
 	if err != nil {

@@ -78,10 +78,11 @@ func FuzzHostGID(f *testing.F) {
 	})
 }
 
-// What every model's EFA NICs report, against what the efa driver of the
-// model's kernel makes of the device (efa_query_device, efa_query_port,
-// efa_alloc_ucontext). The device_caps wanted are worked out by hand from
-// each model's kernel and device_caps: CQ_WITH_SGID (0x08) always, since
+// What every model's EFA NICs report, against what the model's efa driver
+// (the kernel's own, or AWS's out-of-tree one by version) makes of the
+// device (efa_query_device, efa_query_port, efa_alloc_ucontext). The
+// device_caps wanted are worked out by hand from each model's kernel, efa
+// module and device_caps: CQ_WITH_SGID (0x08) always, since
 // 6.1; CQ_WITH_EXT_MEM (0x80) always from 6.17; the device's RDMA_READ
 // (0x01), RNR_RETRY (0x02), CQ_NOTIFICATIONS (0x04) since 6.1,
 // DATA_POLLING_128 (0x10) and RDMA_WRITE (0x20) from 6.4,
@@ -100,9 +101,9 @@ func TestEFAAttrsAsTheDriverReports(t *testing.T) {
 		"intel-icelake-2rootbus":    0x0f, // 6.1
 		"multi-domain":              0x8f, // 6.17
 		"p4d.24xlarge":              0x0f, // 5.10, taken as 6.1
-		"p5.48xlarge":               0x3f, // 6.8: RDMA_WRITE and DATA_POLLING_128, not UNSOLICITED_WRITE_RECV
+		"p5.48xlarge":               0x7f, // 6.8 with the out-of-tree efa 2.17.3g (6.13's ABI: UNSOLICITED_WRITE_RECV; no CQ_WITH_EXT_MEM on 6.8)
 		"sriov-vfs-switch":          0x8f, // 6.17
-		"trn2.48xlarge":             0x3f, // 6.8, as p5
+		"trn2.48xlarge":             0x3f, // 6.8, in-tree: RDMA_WRITE and DATA_POLLING_128, not UNSOLICITED_WRITE_RECV
 	}
 	mtuEnum := func(mtu uint32) uint32 { // ib_mtu_int_to_enum, in bytes
 		for _, m := range []uint32{4096, 2048, 1024, 512} {
@@ -121,7 +122,8 @@ func TestEFAAttrsAsTheDriverReports(t *testing.T) {
 		for _, f := range m.EFANICs() {
 			seen[name] = true
 			at := m.EFAAttrs(f)
-			got, err := at.ReportedCaps(m.KernelRelease())
+			rel, _ := m.EFADriverRelease()
+			got, err := at.ReportedCaps(rel)
 			if err != nil {
 				t.Fatalf("%s %s: %v", name, f.Addr, err)
 			}
@@ -174,5 +176,46 @@ func TestDriverCaps(t *testing.T) {
 		if always != c.always || known != c.relays {
 			t.Errorf("%s: always %#x relays %#x, want %#x %#x", c.release, always, known, c.always, c.relays)
 		}
+	}
+}
+
+// The upstream release whose efa driver answers as the model's does: the
+// kernel's own in-tree, by version out-of-tree (amzn-drivers release notes:
+// 2.4.0 RDMA write, 2.8.0 query MR, 2.10.0 unsolicited write receives, 2.13.0
+// service level, 2.17.0 CQs with external memory, which need a 6.17 kernel).
+func TestEFADriverRelease(t *testing.T) {
+	tests := []struct {
+		kernel, version string
+		outOfTree       bool
+		want, name      string
+	}{
+		{"6.8.0-1021-aws", "", false, "6.8.0-1021-aws", "in-tree"},
+		{"5.10.230-223.885.amzn2.x86_64", "", false, "5.10.230-223.885.amzn2.x86_64", "in-tree"},
+		{"6.8.0-1021-aws", "2.17.3g", true, "6.13.0", "out-of-tree 2.17.3g"},
+		{"6.17.0-6-generic", "2.17.3g", true, "6.17.0", "out-of-tree 2.17.3g"},
+		{"6.8.0-1021-aws", "2.13.1", true, "6.13.0", "out-of-tree 2.13.1"},
+		{"6.1.0-28-amd64", "2.10.0", true, "6.10.0", "out-of-tree 2.10.0"},
+		{"5.10.230-223.885.amzn2.x86_64", "2.8.0", true, "6.8.0", "out-of-tree 2.8.0"},
+		{"6.8.0-1021-aws", "2.6.0", true, "6.4.0", "out-of-tree 2.6.0"},
+		{"6.8.0-1021-aws", "1.16.0", true, "6.1.0", "out-of-tree 1.16.0"},
+		{"6.8.0-1021-aws", "3.1.0", true, "6.13.0", "out-of-tree 3.1.0"},
+		// a version that is no version, or a module without one: the kernel's
+		{"6.8.0-1021-aws", "git", true, "6.8.0-1021-aws", "in-tree"},
+		{"6.8.0-1021-aws", "", true, "6.8.0-1021-aws", "in-tree"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.kernel+"/"+tt.version, func(t *testing.T) {
+			m, err := Builtin("p5.48xlarge")
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Kernel = p2p.MustParseRelease(tt.kernel)
+			mod := m.Host.Module("efa")
+			mod.Version, mod.OutOfTree = tt.version, tt.outOfTree
+			rel, name := m.EFADriverRelease()
+			if rel.String() != tt.want || name != tt.name {
+				t.Errorf("got %s %q, want %s %q", rel, name, tt.want, tt.name)
+			}
+		})
 	}
 }

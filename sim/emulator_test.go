@@ -104,3 +104,49 @@ func TestEmulatorUnlistedPairs(t *testing.T) {
 		})
 	}
 }
+
+// TestEmulatorConfigKernel: the configuration names the model's kernel
+// release (a model without one is the newest) and the release whose efa
+// driver answers as the model's (the fields of its commands, its methods):
+// the kernel's in-tree, by version for AWS's out-of-tree driver.
+func TestEmulatorConfigKernel(t *testing.T) {
+	tests := []struct {
+		model     string
+		noRel     bool // the model's release removed
+		want, efa string
+	}{
+		{model: "p5.48xlarge", want: "6.8.0-1021-aws", efa: "6.13.0 out-of-tree 2.17.3g"},
+		{model: "amd-efa-cpu-node", want: "6.8.0-1015-aws", efa: "6.8.0-1015-aws in-tree"},
+		{model: "p4d.24xlarge", want: "5.10.230-223.885.amzn2.x86_64", efa: "5.10.230-223.885.amzn2.x86_64 in-tree"},
+		{model: "hygon-hmat-p2p", want: "p2p-hmat", efa: "p2p-hmat in-tree"},
+		{model: "amd-zen-acs-switch", want: "6.17.0-6-generic", efa: "6.17.0-6-generic in-tree"},
+		{model: "p5.48xlarge", noRel: true, want: "latest", efa: "6.17.0 out-of-tree 2.17.3g"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.model+"/"+tt.want, func(t *testing.T) {
+			m, err := models.Builtin(tt.model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.noRel {
+				m.Kernel = p2p.Release{}
+			}
+			conf, err := EmulatorConfig(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string][]string{}
+			for _, line := range strings.Split(conf, "\n") {
+				if f := strings.Fields(line); len(f) > 0 && (f[0] == "kernel" || f[0] == "efa_driver") {
+					got[f[0]] = append(got[f[0]], strings.Join(f[1:], " "))
+				}
+			}
+			if k := got["kernel"]; len(k) != 1 || k[0] != tt.want {
+				t.Errorf("kernel lines %q, want one naming %q", k, tt.want)
+			}
+			if e := got["efa_driver"]; len(e) != 1 || e[0] != tt.efa {
+				t.Errorf("efa_driver lines %q, want one: %q", e, tt.efa)
+			}
+		})
+	}
+}

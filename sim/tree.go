@@ -159,6 +159,8 @@ func PrepareTreeDir(dir string, force bool) error {
 // registration from that NIC into memory owned by that function).
 //
 //	efasim 1
+//	kernel <release>
+//	efa_driver <release> in-tree|out-of-tree <version>
 //	function <pci> <vendor> <device> <class> <driver|->
 //	device <uverbsN> <ibdev> <pci> key=value ...
 //	verdict <nic-pci> <owner-pci> p2p|bounced|refused
@@ -167,6 +169,14 @@ func PrepareTreeDir(dir string, force bool) error {
 // (HostSysfs):
 //
 //	sysfs <relative path>
+//
+// The kernel line is the model's kernel release (latest when the model
+// names none), the efa_driver line the upstream release whose efa driver
+// answers as the model's does (models.EFADriverRelease: the kernel's for
+// the in-tree driver, by version for AWS's out-of-tree one) and which:
+// the emulated ib_uverbs and efa driver answer as those releases' do
+// (which fields of a command they know, which methods they have, the
+// device_caps bits), whatever rdma-core the emulator was built with.
 //
 // The emulated kernel decides every (EFA NIC, dma-buf owner) pair: the
 // hand-worked expected verdicts first (the ground truth), then, for every
@@ -184,6 +194,9 @@ func EmulatorConfig(m *models.Machine) (string, error) {
 func emulatorConfig(m *models.Machine, opt TreeOptions) (string, error) {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "efasim 1\n# machine %s; written by efap2p sim write\n", m.Name)
+	fmt.Fprintf(&b, "kernel %s\n", m.KernelRelease())
+	efaRel, efaName := m.EFADriverRelease()
+	fmt.Fprintf(&b, "efa_driver %s %s\n", efaRel, efaName)
 	if opt.Fabric != "" {
 		fmt.Fprintf(&b, "fabric %s\n", opt.Fabric)
 	}
@@ -199,7 +212,7 @@ func emulatorConfig(m *models.Machine, opt TreeOptions) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		caps, err := at.ReportedCaps(m.KernelRelease())
+		caps, err := at.ReportedCaps(efaRel)
 		if err != nil {
 			return "", fmt.Errorf("%s: %w", f.Addr, err)
 		}

@@ -11,7 +11,7 @@
  *    REMOTE_WRITE (remote address error);
  *  - malformed WQEs get error completions, never a crash: no meta-descriptor
  *    bit, unknown op type, bad AH, too many buffers, inline too long, bad
- *    lkey, a doorbell far past what was written;
+ *    lkey, an inline RDMA write, a doorbell far past what was written;
  *  - the driver's checks of CREATE_CQ/CREATE_QP udata and of mmap keys.
  *
  * Runs inside `efap2p sim --machine p5.48xlarge`: rdmap79s0 (4f:00.0) has
@@ -534,6 +534,10 @@ static void test_malformed(struct raw *r, struct peer *p)
 		{ "no meta-descriptor bit", 2 }, { "op type 9", 3 }, { "an AH nobody made", 4 },
 		{ "three buffers", 2 }, { "inline of 40 bytes", 6 }, { "an lkey nobody registered", 5 },
 		{ "9000 bytes (max_msg_sz 8800)", 6 }, { "RDMA write of two buffers", 2 },
+		/* inline data over the remote address, as rdma-core 56's
+		 * ibv_wr_set_inline_data writes it after ibv_wr_rdma_write: a
+		 * 64-byte WQE cannot carry an inline RDMA write (UNSUPPORTED_OP) */
+		{ "an inline RDMA write", 3 },
 	};
 	struct tx_wqe w;
 	struct cqe c;
@@ -551,6 +555,10 @@ static void test_malformed(struct raw *r, struct peer *p)
 		case 5: w.d.sgl[0].lkey = 0x777777; break;
 		case 6: w.d.sgl[0].length = 9000; break;
 		case 7: w = rdma_write(r, qpn, p->mr->rkey, (uintptr_t)p->buf, r->buf, 64, false);
+			w.length = 2; break;
+		case 8: w = rdma_write(r, qpn, p->mr->rkey, (uintptr_t)p->buf, r->buf, 64, false);
+			memcpy(w.d.inline_data, r->buf, 2);
+			w.ctrl1 |= META_INLINE;
 			w.length = 2; break;
 		}
 		post(r, &w, (uint16_t)(100 + i));

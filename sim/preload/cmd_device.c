@@ -12,8 +12,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <rdma/efa-abi.h>
-#include <rdma/ib_user_verbs.h>
 
 static size_t min_sz(size_t a, size_t b)
 {
@@ -22,10 +20,10 @@ static size_t min_sz(size_t a, size_t b)
 
 int efasim_cmd_get_context(struct efasim_wcall *c)
 {
-	struct efa_ibv_alloc_ucontext_resp uresp = { 0 };
-	struct efa_ibv_alloc_ucontext_cmd ucmd = { 0 };
-	struct ib_uverbs_get_context_resp resp = { 0 };
-	struct ib_uverbs_get_context cmd;
+	struct efa_uv_alloc_ucontext_resp uresp = { 0 };
+	struct efa_uv_alloc_ucontext_cmd ucmd = { 0 };
+	struct uv_get_context_resp resp = { 0 };
+	struct uv_get_context cmd;
 	struct efasim_file *async;
 	int rc, efd;
 
@@ -38,8 +36,8 @@ int efasim_cmd_get_context(struct efasim_wcall *c)
 	if (rc)
 		return rc;
 	/* efa_user_comp_handshake: userspace must acknowledge these fields */
-	if ((c->dev->max_tx_batch && !(ucmd.comp_mask & EFA_ALLOC_UCONTEXT_CMD_COMP_TX_BATCH)) ||
-	    (c->dev->min_sq_wr && !(ucmd.comp_mask & EFA_ALLOC_UCONTEXT_CMD_COMP_MIN_SQ_WR)))
+	if ((c->dev->max_tx_batch && !(ucmd.comp_mask & EFA_UV_UCONTEXT_CMD_TX_BATCH)) ||
+	    (c->dev->min_sq_wr && !(ucmd.comp_mask & EFA_UV_UCONTEXT_CMD_MIN_SQ_WR)))
 		return -EOPNOTSUPP;
 	/* the async event file (IBV_EVENT_CQ_ERR ...), held by the context */
 	efd = efasim_evq_create_locked(true, &async);
@@ -47,8 +45,8 @@ int efasim_cmd_get_context(struct efasim_wcall *c)
 		return efd;
 	resp.async_fd = (uint32_t)efd;
 	resp.num_comp_vectors = c->dev->num_comp_vectors;
-	uresp.cmds_supp_udata_mask = EFA_USER_CMDS_SUPP_UDATA_QUERY_DEVICE |
-				     EFA_USER_CMDS_SUPP_UDATA_CREATE_AH;
+	uresp.cmds_supp_udata_mask = EFA_UV_CMDS_SUPP_UDATA_QUERY_DEVICE |
+				     EFA_UV_CMDS_SUPP_UDATA_CREATE_AH;
 	uresp.sub_cqs_per_cq = (uint16_t)c->dev->sub_cqs_per_cq;
 	uresp.inline_buf_size = (uint16_t)c->dev->inline_buf_size;
 	uresp.max_llq_size = c->dev->max_llq_size;
@@ -74,7 +72,7 @@ static uint32_t min_u32(uint32_t a, uint32_t b)
 }
 
 /* copy_query_dev_fields over what efa_query_device reports */
-static void fill_device(const struct efasim_dev *d, struct ib_uverbs_query_device_resp *r)
+static void fill_device(const struct efasim_dev *d, struct uv_query_device_resp *r)
 {
 	memset(r, 0, sizeof(*r));
 	r->fw_ver = d->fw_ver;
@@ -100,8 +98,8 @@ static void fill_device(const struct efasim_dev *d, struct ib_uverbs_query_devic
 
 int efasim_cmd_query_device(struct efasim_wcall *c)
 {
-	struct ib_uverbs_query_device_resp resp;
-	struct ib_uverbs_query_device cmd;
+	struct uv_query_device_resp resp;
+	struct uv_query_device cmd;
 	int rc;
 
 	if (!c->uv->has_ctx)
@@ -115,9 +113,9 @@ int efasim_cmd_query_device(struct efasim_wcall *c)
 
 int efasim_cmd_ex_query_device(struct efasim_wcall *c)
 {
-	struct efa_ibv_ex_query_device_resp uresp = { 0 };
-	struct ib_uverbs_ex_query_device_resp resp;
-	struct ib_uverbs_ex_query_device cmd;
+	struct efa_uv_ex_query_device_resp uresp = { 0 };
+	struct uv_ex_query_device_resp resp;
+	struct uv_ex_query_device cmd;
 	int rc;
 
 	if (!c->uv->has_ctx)
@@ -162,8 +160,8 @@ static uint8_t mtu_enum(uint32_t mtu)
 
 int efasim_cmd_query_port(struct efasim_wcall *c)
 {
-	struct ib_uverbs_query_port_resp resp = { 0 };
-	struct ib_uverbs_query_port cmd;
+	struct uv_query_port_resp resp = { 0 };
+	struct uv_query_port cmd;
 	int rc;
 
 	if (!c->uv->has_ctx)

@@ -17,14 +17,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <rdma/efa-abi.h>
-#include <rdma/ib_user_ioctl_verbs.h>
-#include <rdma/ib_user_verbs.h>
 
-/* ib_access_flags past the ones the installed headers name */
-#define ACC_FLUSH_GLOBAL (1u << 8)
-#define ACC_FLUSH_PERSISTENT (1u << 9)
-#define ACC_SUPPORTED (((ACC_FLUSH_PERSISTENT << 1) - 1) | IB_UVERBS_ACCESS_OPTIONAL_RANGE)
+/* what ib_check_mr_access knows */
+#define ACC_SUPPORTED (((UV_ACCESS_FLUSH_PERSISTENT << 1) - 1) | UV_ACCESS_OPTIONAL_RANGE)
 
 /* ib_qp_attr_mask */
 enum {
@@ -60,8 +55,8 @@ static void *lookup_priv(struct efasim_uverbs *uv, int64_t handle,
 
 int efasim_cmd_create_comp_channel(struct efasim_wcall *c)
 {
-	struct ib_uverbs_create_comp_channel_resp resp = { 0 };
-	struct ib_uverbs_create_comp_channel cmd;
+	struct uv_create_comp_channel_resp resp = { 0 };
+	struct uv_create_comp_channel cmd;
 	struct efasim_file *f;
 	int rc, fd;
 
@@ -88,9 +83,9 @@ int efasim_cmd_create_comp_channel(struct efasim_wcall *c)
 
 int efasim_cmd_alloc_pd(struct efasim_wcall *c)
 {
-	struct efa_ibv_alloc_pd_resp uresp = { 0 };
-	struct ib_uverbs_alloc_pd_resp resp = { 0 };
-	struct ib_uverbs_alloc_pd cmd;
+	struct efa_uv_alloc_pd_resp uresp = { 0 };
+	struct uv_alloc_pd_resp resp = { 0 };
+	struct uv_alloc_pd cmd;
 	uint32_t h;
 	int rc;
 
@@ -115,7 +110,7 @@ int efasim_cmd_alloc_pd(struct efasim_wcall *c)
 
 int efasim_cmd_dealloc_pd(struct efasim_wcall *c)
 {
-	struct ib_uverbs_dealloc_pd cmd;
+	struct uv_dealloc_pd cmd;
 	struct efasim_obj *pd;
 	int rc, err;
 
@@ -135,30 +130,30 @@ int efasim_cmd_dealloc_pd(struct efasim_wcall *c)
 
 int efasim_mr_access(const struct efasim_dev *dev, uint32_t flags)
 {
-	uint32_t supp = IB_UVERBS_ACCESS_LOCAL_WRITE;
+	uint32_t supp = UV_ACCESS_LOCAL_WRITE;
 
 	/* ib_check_mr_access */
-	if ((flags & (IB_UVERBS_ACCESS_REMOTE_ATOMIC | IB_UVERBS_ACCESS_REMOTE_WRITE)) &&
-	    !(flags & IB_UVERBS_ACCESS_LOCAL_WRITE))
+	if ((flags & (UV_ACCESS_REMOTE_ATOMIC | UV_ACCESS_REMOTE_WRITE)) &&
+	    !(flags & UV_ACCESS_LOCAL_WRITE))
 		return -EINVAL;
 	if (flags & ~ACC_SUPPORTED)
 		return -EINVAL;
-	if (flags & (IB_UVERBS_ACCESS_ON_DEMAND | ACC_FLUSH_GLOBAL | ACC_FLUSH_PERSISTENT))
+	if (flags & (UV_ACCESS_ON_DEMAND | UV_ACCESS_FLUSH_GLOBAL | UV_ACCESS_FLUSH_PERSISTENT))
 		return -EOPNOTSUPP;
 	/* efa_alloc_mr: what this device supports */
 	if (dev->device_caps & EFA_CAP_RDMA_READ)
-		supp |= IB_UVERBS_ACCESS_REMOTE_READ;
+		supp |= UV_ACCESS_REMOTE_READ;
 	if (dev->device_caps & EFA_CAP_RDMA_WRITE)
-		supp |= IB_UVERBS_ACCESS_REMOTE_WRITE;
-	flags &= ~IB_UVERBS_ACCESS_OPTIONAL_RANGE;
+		supp |= UV_ACCESS_REMOTE_WRITE;
+	flags &= ~UV_ACCESS_OPTIONAL_RANGE;
 	return (flags & ~supp) ? -EOPNOTSUPP : 0;
 }
 
 int efasim_cmd_reg_mr(struct efasim_wcall *c)
 {
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-	struct ib_uverbs_reg_mr_resp resp = { 0 };
-	struct ib_uverbs_reg_mr cmd;
+	struct uv_reg_mr_resp resp = { 0 };
+	struct uv_reg_mr cmd;
 	uint32_t h;
 	int rc, err;
 
@@ -193,7 +188,7 @@ int efasim_cmd_reg_mr(struct efasim_wcall *c)
 
 int efasim_cmd_dereg_mr(struct efasim_wcall *c)
 {
-	struct ib_uverbs_dereg_mr cmd;
+	struct uv_dereg_mr cmd;
 	int rc, err;
 
 	rc = efasim_w_request(c, &cmd, sizeof(cmd));
@@ -213,12 +208,12 @@ struct cq_args {
 	int32_t comp_channel;
 };
 
-static int cq_udata(struct efasim_wcall *c, struct efa_ibv_create_cq *cmd)
+static int cq_udata(struct efasim_wcall *c, struct efa_uv_create_cq *cmd)
 {
 	int rc;
 
 	/* efa_create_cq: the command must reach num_sub_cqs; unknown tail zero */
-	if (c->uinlen < offsetof(struct efa_ibv_create_cq, num_sub_cqs) + sizeof(cmd->num_sub_cqs))
+	if (c->uinlen < offsetof(struct efa_uv_create_cq, num_sub_cqs) + sizeof(cmd->num_sub_cqs))
 		return -EINVAL;
 	if (c->uinlen > sizeof(*cmd)) {
 		rc = efasim_user_is_zero(c->uin + sizeof(*cmd), c->uinlen - sizeof(*cmd));
@@ -238,9 +233,9 @@ static int cq_udata(struct efasim_wcall *c, struct efa_ibv_create_cq *cmd)
 static int create_cq(struct efasim_wcall *c, const struct cq_args *a, uint32_t *handle,
 		     uint32_t *cqe_out)
 {
-	struct efa_ibv_create_cq_resp uresp = { 0 };
+	struct efa_uv_create_cq_resp uresp = { 0 };
 	struct efasim_cq_attr attr = { 0 };
-	struct efa_ibv_create_cq ucmd;
+	struct efa_uv_create_cq ucmd;
 	struct dp_cq *cq;
 	int rc;
 
@@ -261,16 +256,16 @@ static int create_cq(struct efasim_wcall *c, const struct cq_args *a, uint32_t *
 	if (rc)
 		return rc;
 	if ((ucmd.cq_entry_size != sizeof(struct efa_cqe)) &&
-	    ((ucmd.flags & EFA_CREATE_CQ_WITH_SGID) || ucmd.cq_entry_size != 16))
+	    ((ucmd.flags & EFA_UV_CREATE_CQ_WITH_SGID) || ucmd.cq_entry_size != 16))
 		return -EINVAL;
 	if (ucmd.num_sub_cqs != c->dev->sub_cqs_per_cq || !ucmd.num_sub_cqs)
 		return -EINVAL;
-	if ((ucmd.flags & EFA_CREATE_CQ_WITH_COMPLETION_CHANNEL) &&
+	if ((ucmd.flags & EFA_UV_CREATE_CQ_WITH_COMPLETION_CHANNEL) &&
 	    !(c->dev->device_caps & EFA_CAP_CQ_NOTIFICATIONS))
 		return -EINVAL;
 	/* without the flag the driver gives the CQ no event queue: the
 	 * channel never hears of it */
-	if (!(ucmd.flags & EFA_CREATE_CQ_WITH_COMPLETION_CHANNEL))
+	if (!(ucmd.flags & EFA_UV_CREATE_CQ_WITH_COMPLETION_CHANNEL))
 		attr.channel = NULL;
 	attr.user_handle = a->user_handle;
 	attr.depth = roundup_pow2(a->cqe); /* the device's actual depth */
@@ -279,7 +274,7 @@ static int create_cq(struct efasim_wcall *c, const struct cq_args *a, uint32_t *
 	rc = efasim_cq_create(c->uv, c->fd, &attr, &cq);
 	if (rc)
 		return rc;
-	uresp.comp_mask = EFA_CREATE_CQ_RESP_DB_OFF;
+	uresp.comp_mask = EFA_UV_CREATE_CQ_RESP_DB_OFF;
 	uresp.q_mmap_key = cq->ring_off;
 	uresp.q_mmap_size = cq->ring_len;
 	uresp.cq_idx = (uint16_t)cq->handle;
@@ -297,8 +292,8 @@ static int create_cq(struct efasim_wcall *c, const struct cq_args *a, uint32_t *
 
 int efasim_cmd_create_cq(struct efasim_wcall *c)
 {
-	struct ib_uverbs_create_cq_resp resp = { 0 };
-	struct ib_uverbs_create_cq cmd;
+	struct uv_create_cq_resp resp = { 0 };
+	struct uv_create_cq cmd;
 	struct cq_args a;
 	int rc;
 
@@ -317,8 +312,8 @@ int efasim_cmd_create_cq(struct efasim_wcall *c)
 
 int efasim_cmd_ex_create_cq(struct efasim_wcall *c)
 {
-	struct ib_uverbs_ex_create_cq_resp resp = { 0 };
-	struct ib_uverbs_ex_create_cq cmd;
+	struct uv_ex_create_cq_resp resp = { 0 };
+	struct uv_ex_create_cq cmd;
 	struct cq_args a;
 	int rc;
 
@@ -327,7 +322,7 @@ int efasim_cmd_ex_create_cq(struct efasim_wcall *c)
 		return rc;
 	if (cmd.comp_mask || cmd.reserved)
 		return -EINVAL;
-	if (cmd.flags & ~(IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION | IB_UVERBS_CQ_FLAGS_IGNORE_OVERRUN))
+	if (cmd.flags & ~(UV_CQ_FLAGS_TIMESTAMP_COMPLETION | UV_CQ_FLAGS_IGNORE_OVERRUN))
 		return -EOPNOTSUPP;
 	a = (struct cq_args){ cmd.user_handle, cmd.cqe, cmd.comp_vector, cmd.flags, cmd.comp_channel };
 	rc = create_cq(c, &a, &resp.base.cq_handle, &resp.base.cqe);
@@ -342,8 +337,8 @@ int efasim_cmd_ex_create_cq(struct efasim_wcall *c)
 
 int efasim_cmd_destroy_cq(struct efasim_wcall *c)
 {
-	struct ib_uverbs_destroy_cq_resp resp = { 0 };
-	struct ib_uverbs_destroy_cq cmd;
+	struct uv_destroy_cq_resp resp = { 0 };
+	struct uv_destroy_cq cmd;
 	struct efasim_obj *o;
 	int rc, err;
 
@@ -366,25 +361,53 @@ int efasim_cmd_destroy_cq(struct efasim_wcall *c)
 
 /* ------------------------------------------------------------ QP */
 
-static int qp_udata(struct efasim_wcall *c, struct efa_ibv_create_qp *cmd)
+/*
+ * efa_create_qp's udata as the efa driver of the model's kernel release
+ * reads it (abi.h): before 6.10 the command ends at driver_qp_type and
+ * whatever follows must be zero (EINVAL: a flag a 6.8 kernel does not know
+ * is refused); 6.10 adds flags, and the bytes after them are reserved
+ * (EINVAL unless zero); 6.13 gives the first of those to sl. Then a flag
+ * the device lacks (UNSOLICITED_WRITE_RECV without the device cap, or an
+ * unknown one) is EOPNOTSUPP.
+ */
+static int qp_udata(struct efasim_wcall *c, struct efa_uv_create_qp *cmd)
 {
+	const struct efasim_config *cfg = efasim_config();
+	const bool has_flags = efasim_efa_at_least(cfg, 6, 10);
+	const bool has_sl = efasim_efa_at_least(cfg, 6, 13);
+	const size_t size = has_flags ? sizeof(*cmd) : EFA_UV_CREATE_QP_SIZE_6_1;
+	uint16_t supported = 0;
+	size_t i;
 	int rc;
 
-	if (c->uinlen < offsetof(struct efa_ibv_create_qp, driver_qp_type) + sizeof(uint32_t))
+	if (c->uinlen < offsetof(struct efa_uv_create_qp, driver_qp_type) + sizeof(uint32_t))
 		return -EINVAL;
-	if (c->uinlen > sizeof(*cmd)) {
-		rc = efasim_user_is_zero(c->uin + sizeof(*cmd), c->uinlen - sizeof(*cmd));
+	if (c->uinlen > size) {
+		rc = efasim_user_is_zero(c->uin + size, c->uinlen - size);
 		if (rc != 1)
 			return rc < 0 ? rc : -EINVAL;
 	}
-	rc = efasim_copy_in(cmd, c->uin, sizeof(*cmd));
+	memset(cmd, 0, sizeof(*cmd));
+	rc = efasim_copy_in(cmd, c->uin, c->uinlen < size ? c->uinlen : size);
 	if (rc)
 		return rc;
-	return cmd->comp_mask ? -EINVAL : 0;
+	if (cmd->comp_mask || (!has_sl && cmd->sl))
+		return -EINVAL;
+	for (i = 0; i < sizeof(cmd->reserved_98); i++)
+		if (cmd->reserved_98[i])
+			return -EINVAL;
+	if (c->dev->device_caps & EFA_CAP_UNSOLICITED_WRITE_RECV)
+		supported |= EFA_UV_CREATE_QP_WITH_UNSOLICITED_WRITE_RECV;
+	if (cmd->flags & ~supported) {
+		efasim_trace("uverbs%d CREATE_QP: flags %#x, the device supports %#x", c->dev->index,
+			     cmd->flags, supported);
+		return -EOPNOTSUPP;
+	}
+	return 0;
 }
 
 /* efa_qp_validate_cap, efa_qp_validate_attr */
-static int qp_caps(const struct efasim_dev *d, const struct ib_uverbs_create_qp *q)
+static int qp_caps(const struct efasim_dev *d, const struct uv_create_qp *q)
 {
 	if (q->max_send_wr > d->max_sq_wr || q->max_recv_wr > d->max_rq_wr ||
 	    q->max_send_sge > d->max_sq_sge || q->max_recv_sge > d->max_rq_sge ||
@@ -397,8 +420,8 @@ static int qp_caps(const struct efasim_dev *d, const struct ib_uverbs_create_qp 
 
 /* What firmware would refuse: rings that are not whole power-of-two
  * numbers of descriptors, or larger than the device's LLQ. */
-static int qp_rings(const struct efasim_dev *d, const struct ib_uverbs_create_qp *q,
-		    const struct efa_ibv_create_qp *u)
+static int qp_rings(const struct efasim_dev *d, const struct uv_create_qp *q,
+		    const struct efa_uv_create_qp *u)
 {
 	uint32_t sq = u->sq_ring_size / sizeof(struct efa_tx_wqe);
 	uint32_t rq = u->rq_ring_size / sizeof(struct efa_rx_desc);
@@ -414,8 +437,8 @@ static int qp_rings(const struct efasim_dev *d, const struct ib_uverbs_create_qp
 
 static int qp_respond(struct efasim_wcall *c, struct dp_qp *qp)
 {
-	struct efa_ibv_create_qp_resp uresp = { 0 };
-	struct ib_uverbs_create_qp_resp resp = { 0 };
+	struct efa_uv_create_qp_resp uresp = { 0 };
+	struct uv_create_qp_resp resp = { 0 };
 	int rc;
 
 	uresp.sq_db_offset = 0;
@@ -443,8 +466,8 @@ static int qp_respond(struct efasim_wcall *c, struct dp_qp *qp)
 
 int efasim_cmd_create_qp(struct efasim_wcall *c)
 {
-	struct efa_ibv_create_qp ucmd = { 0 };
-	struct ib_uverbs_create_qp cmd;
+	struct efa_uv_create_qp ucmd = { 0 };
+	struct uv_create_qp cmd;
 	struct efasim_qp_attr a;
 	struct efasim_obj *pd;
 	struct dp_cq *scq, *rcq;
@@ -468,7 +491,7 @@ int efasim_cmd_create_qp(struct efasim_wcall *c)
 		rc = qp_udata(c, &ucmd);
 	if (rc)
 		return rc;
-	if (cmd.qp_type == QPT_DRIVER && ucmd.driver_qp_type != EFA_QP_DRIVER_TYPE_SRD)
+	if (cmd.qp_type == QPT_DRIVER && ucmd.driver_qp_type != EFA_UV_QP_DRIVER_TYPE_SRD)
 		return -EOPNOTSUPP;
 	rc = qp_rings(c->dev, &cmd, &ucmd);
 	if (rc)
@@ -480,6 +503,8 @@ int efasim_cmd_create_qp(struct efasim_wcall *c)
 		.max_send_sge = cmd.max_send_sge, .max_recv_sge = cmd.max_recv_sge,
 		.max_inline = cmd.max_inline_data,
 		.sq_ring_size = ucmd.sq_ring_size, .rq_ring_size = ucmd.rq_ring_size,
+		.unsolicited_write_recv = (ucmd.flags & EFA_UV_CREATE_QP_WITH_UNSOLICITED_WRITE_RECV) != 0,
+		.sl = ucmd.sl,
 	};
 	rc = efasim_qp_create(c->uv, c->fd, &a, &qp);
 	if (rc)
@@ -546,7 +571,7 @@ int efasim_cmd_modify_qp(struct efasim_wcall *c)
 {
 	const uint32_t supp = QP_STATE | QP_CUR_STATE | QP_EN_SQD_ASYNC_NOTIFY | QP_PKEY_INDEX |
 			      QP_PORT | QP_QKEY | QP_SQ_PSN | QP_RNR_RETRY;
-	struct ib_uverbs_modify_qp cmd;
+	struct uv_modify_qp cmd;
 	uint32_t cur, next;
 	struct dp_qp *qp;
 	int rc, err;
@@ -589,8 +614,8 @@ int efasim_cmd_query_qp(struct efasim_wcall *c)
 {
 	const uint32_t supp = QP_STATE | QP_PKEY_INDEX | QP_PORT | QP_QKEY | QP_SQ_PSN | QP_CAP |
 			      QP_RNR_RETRY;
-	struct ib_uverbs_query_qp_resp resp;
-	struct ib_uverbs_query_qp cmd;
+	struct uv_query_qp_resp resp;
+	struct uv_query_qp cmd;
 	struct dp_qp *qp;
 	int rc, err;
 
@@ -618,8 +643,8 @@ int efasim_cmd_query_qp(struct efasim_wcall *c)
 
 int efasim_cmd_destroy_qp(struct efasim_wcall *c)
 {
-	struct ib_uverbs_destroy_qp_resp resp = { 0 };
-	struct ib_uverbs_destroy_qp cmd;
+	struct uv_destroy_qp_resp resp = { 0 };
+	struct uv_destroy_qp cmd;
 	int rc, err;
 
 	rc = efasim_w_request(c, &cmd, sizeof(cmd));
@@ -639,9 +664,9 @@ int efasim_cmd_destroy_qp(struct efasim_wcall *c)
 int efasim_cmd_create_ah(struct efasim_wcall *c)
 {
 	static const uint8_t no_gid[FAB_GID_LEN];
-	struct efa_ibv_create_ah_resp uresp = { 0 };
-	struct ib_uverbs_create_ah_resp resp = { 0 };
-	struct ib_uverbs_create_ah cmd;
+	struct efa_uv_create_ah_resp uresp = { 0 };
+	struct uv_create_ah_resp resp = { 0 };
+	struct uv_create_ah cmd;
 	uint32_t h;
 	uint16_t ahn;
 	int rc, err;
@@ -675,7 +700,7 @@ int efasim_cmd_create_ah(struct efasim_wcall *c)
 
 int efasim_cmd_destroy_ah(struct efasim_wcall *c)
 {
-	struct ib_uverbs_destroy_ah cmd;
+	struct uv_destroy_ah cmd;
 	int rc, err;
 
 	rc = efasim_w_request(c, &cmd, sizeof(cmd));

@@ -18,6 +18,7 @@
 #ifndef EFASIM_COMMANDS_H
 #define EFASIM_COMMANDS_H
 
+#include "abi.h"
 #include "objects.h"
 
 /* One write() call, split as ib_uverbs_write splits it. */

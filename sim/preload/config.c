@@ -7,6 +7,9 @@
  *	function <pci> <vendor> <device> <class> <driver|->
  *	device <uverbsN> <ibdev> <pci> key=value ...
  *	verdict <nic-pci> <owner-pci> p2p|bounced|refused
+ *	fabric <directory>
+ *	kernel <release>
+ *	efa_driver <release> in-tree|out-of-tree <version>
  *	sysfs <subtree of /sys the tree answers for, e.g. class/infiniband>
  *
  * Lines of unknown kinds and unknown keys are ignored (newer writers may add
@@ -348,6 +351,68 @@ static int add_sysfs(struct efasim_config *c, char *rest)
 	return 0;
 }
 
+/*
+ * "kernel <release>": the model's kernel release, as uname -r names it
+ * ("6.8.0-1021-aws"): major.minor count. A name without numbers ("latest",
+ * "p2p-hmat") is the newest release the emulator knows.
+ */
+static int parse_release(const char *name, uint32_t *out)
+{
+	unsigned long major, minor = 0;
+	char *end;
+
+	if (!isdigit((unsigned char)name[0])) {
+		*out = UINT32_MAX;
+		return 0;
+	}
+	major = strtoul(name, &end, 10);
+	if (*end == '.')
+		minor = strtoul(end + 1, &end, 10);
+	if (major > 255 || minor > 255)
+		return -EINVAL;
+	*out = (uint32_t)(major << 16 | minor << 8);
+	return 0;
+}
+
+static int set_kernel(struct efasim_config *c, char *rest)
+{
+	char *name = next_token(&rest);
+
+	if (!name || strlen(name) >= sizeof(c->kernel_name))
+		return -EINVAL;
+	snprintf(c->kernel_name, sizeof(c->kernel_name), "%s", name);
+	return parse_release(name, &c->kernel);
+}
+
+/* "efa_driver <release> <what>": the upstream release whose efa driver
+ * answers as the model's does, then what it is ("in-tree", "out-of-tree
+ * 2.17.3g"), kept for the trace. */
+static int set_efa_driver(struct efasim_config *c, char *rest)
+{
+	char *rel = next_token(&rest);
+	size_t n;
+
+	if (!rel)
+		return -EINVAL;
+	while (*rest == ' ' || *rest == '\t')
+		rest++;
+	n = strlen(rest);
+	snprintf(c->efa_driver_name, sizeof(c->efa_driver_name), "%.*s", (int)n, rest);
+	return parse_release(rel, &c->efa_driver);
+}
+
+bool efasim_kernel_at_least(const struct efasim_config *c, unsigned int major, unsigned int minor)
+{
+	return c->kernel >= (uint32_t)(major << 16 | minor << 8);
+}
+
+bool efasim_efa_at_least(const struct efasim_config *c, unsigned int major, unsigned int minor)
+{
+	uint32_t rel = c->efa_driver ? c->efa_driver : c->kernel;
+
+	return rel >= (uint32_t)(major << 16 | minor << 8);
+}
+
 static int parse_line(struct efasim_config *c, char *line, bool *seen_header)
 {
 	char *kw = next_token(&line);
@@ -372,6 +437,10 @@ static int parse_line(struct efasim_config *c, char *line, bool *seen_header)
 		return set_fabric(c, line);
 	if (!strcmp(kw, "sysfs"))
 		return add_sysfs(c, line);
+	if (!strcmp(kw, "kernel"))
+		return set_kernel(c, line);
+	if (!strcmp(kw, "efa_driver"))
+		return set_efa_driver(c, line);
 	return 0;
 }
 
@@ -380,6 +449,8 @@ int efasim_config_parse(struct efasim_config *c, char *text, char *err, size_t e
 	bool seen_header = false;
 	int lineno = 0, rc;
 	char *line, *save = NULL;
+
+	c->kernel = UINT32_MAX; /* until a kernel line says otherwise */
 
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		size_t n = strlen(line);
@@ -506,8 +577,10 @@ static void load_config(void)
 	set_sysfs_root(c);
 	clock_gettime(CLOCK_REALTIME, &c->loaded);
 	the_config = c;
-	efasim_trace("loaded %s: %zu EFA devices, %zu functions, %zu verdicts",
-		     c->path, c->ndevs, c->nfns, c->nverdicts);
+	efasim_trace("loaded %s: %zu EFA devices, %zu functions, %zu verdicts; kernel %s, efa driver %s",
+		     c->path, c->ndevs, c->nfns, c->nverdicts,
+		     c->kernel_name[0] ? c->kernel_name : "latest",
+		     c->efa_driver_name[0] ? c->efa_driver_name : "in-tree");
 	errno = saved;
 	return;
 none:

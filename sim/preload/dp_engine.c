@@ -265,21 +265,28 @@ static void complete_tx(struct dp_qp *qp, struct dp_op *op, int status)
 	qp->op_free[qp->nfree++] = op->idx;
 }
 
+/* A receive completion. An RDMA write's (with immediate data) carries the
+ * length's high bits where a send's carries the sender's GID, and no WQE
+ * (req_id 0) when the QP takes such writes unsolicited. */
 static void complete_rx(struct dp_qp *qp, uint16_t req_id, int status, uint32_t len,
-			const struct fab_pkt *p, uint8_t op)
+			const struct fab_pkt *p, uint8_t op, bool unsolicited)
 {
 	struct efa_cqe e = { 0 };
 
 	e.req_id = req_id;
 	e.status = (uint8_t)status;
 	e.flags = (uint8_t)(EFA_QTYPE_RECV << EFA_CQE_QTYPE_SHIFT | op << EFA_CQE_OP_SHIFT |
-			    ((p->flags & PKT_F_IMM) ? EFA_CQE_HAS_IMM : 0));
+			    ((p->flags & PKT_F_IMM) ? EFA_CQE_HAS_IMM : 0) |
+			    (unsolicited ? EFA_CQE_UNSOLICITED : 0));
 	e.qp_num = (uint16_t)qp->qpn;
 	e.length = (uint16_t)len;
 	e.ah = dp_ah_number(qp->ctx, qp->pd, p->src_gid);
 	e.src_qp_num = (uint16_t)p->src_qpn;
 	e.imm = p->imm;
-	memcpy(e.src_addr, p->src_gid, FAB_GID_LEN);
+	if (op == EFA_OP_RDMA_WRITE)
+		e.u.length_hi = (uint16_t)(len >> 16);
+	else
+		memcpy(e.u.src_addr, p->src_gid, FAB_GID_LEN);
 	cq_post(qp->rcq, &e);
 }
 
@@ -401,7 +408,14 @@ static int wqe_parse(struct dp_qp *qp, struct dp_op *op, const struct efa_tx_wqe
 	if (!(w->ctrl1 & EFA_META_DESC) || (w->ctrl1 & EFA_META_EXT) ||
 	    !(w->ctrl2 & EFA_CTRL2_FIRST) || !(w->ctrl2 & EFA_CTRL2_LAST))
 		return ST_QP_INTERNAL;
+	/* Inline data is for sends: RDMA with it needs the 128-byte WQE of
+	 * newer devices (rdma-core 63's EFADV_QP_FLAGS_INLINE_WRITE); in a
+	 * 64-byte WQE the inline bytes lie where the remote address goes, and
+	 * the device refuses the operation (UNSUPPORTED_OP, libefa's
+	 * IBV_WC_LOC_QP_OP_ERR), as rdma-core 56's ibv_wr_set_inline_data
+	 * after ibv_wr_rdma_write makes it. */
 	if (kind > EFA_OP_RDMA_WRITE || (kind != EFA_OP_SEND && qp->type == QPT_UD) ||
+	    (kind != EFA_OP_SEND && (w->ctrl1 & EFA_META_INLINE)) ||
 	    (kind == EFA_OP_RDMA_READ && !(qp->dev->device_caps & EFA_CAP_RDMA_READ)) ||
 	    (kind == EFA_OP_RDMA_WRITE && !(qp->dev->device_caps & EFA_CAP_RDMA_WRITE)))
 		return ST_INVALID_OP;
@@ -1072,7 +1086,7 @@ static void rx_pull(struct dp_qp *qp, const struct fab_pkt *p, const uint8_t *pl
 			return;
 		}
 	}
-	complete_rx(qp, req_id, st, st ? 0 : p->len, p, EFA_OP_SEND);
+	complete_rx(qp, req_id, st, st ? 0 : p->len, p, EFA_OP_SEND, false);
 	if (st == ST_OK)
 		resp_queue(qp, PKT_ACK, 0, p, NULL);
 	else
@@ -1097,7 +1111,7 @@ static void rx_send(struct dp_qp *qp, const struct fab_pkt *p, const uint8_t *pl
 		return;
 	}
 	if (rc < 0) {
-		complete_rx(qp, req_id, ST_QP_INTERNAL, 0, p, EFA_OP_SEND);
+		complete_rx(qp, req_id, ST_QP_INTERNAL, 0, p, EFA_OP_SEND, false);
 		nack(qp, p, ST_REM_BAD_STATUS);
 		return;
 	}
@@ -1113,7 +1127,7 @@ static void rx_send(struct dp_qp *qp, const struct fab_pkt *p, const uint8_t *pl
 		if (ud)
 			make_grh(grh, qp, p);
 		st = scatter(qp, d, n, ud ? src : src + 1, ud ? 2 : 1);
-		complete_rx(qp, req_id, st, st ? 0 : p->len + (ud ? GRH_LEN : 0), p, EFA_OP_SEND);
+		complete_rx(qp, req_id, st, st ? 0 : p->len + (ud ? GRH_LEN : 0), p, EFA_OP_SEND, false);
 	}
 	if (!(p->flags & PKT_F_SRD))
 		return;
@@ -1182,7 +1196,11 @@ static void rx_write(struct dp_qp *qp, const struct fab_pkt *p, const uint8_t *p
 	}
 	if (!(p->flags & PKT_F_LAST))
 		return;
-	if (p->flags & PKT_F_IMM) {
+	if ((p->flags & PKT_F_IMM) && qp->unsolicited_write_recv) {
+		/* write with immediate to a QP made with the unsolicited flag:
+		 * reports the imm without taking a receive */
+		complete_rx(qp, 0, ST_OK, (uint32_t)p->total, p, EFA_OP_RDMA_WRITE, true);
+	} else if (p->flags & PKT_F_IMM) {
 		/* write with immediate: consumes a receive, reports the imm */
 		rc = rq_take(qp, d, &n, &req_id);
 		if (rc == 0) {
@@ -1190,7 +1208,7 @@ static void rx_write(struct dp_qp *qp, const struct fab_pkt *p, const uint8_t *p
 			return;
 		}
 		complete_rx(qp, req_id, rc < 0 ? ST_QP_INTERNAL : ST_OK, rc < 0 ? 0 : (uint32_t)p->total,
-			    p, EFA_OP_RDMA_WRITE);
+			    p, EFA_OP_RDMA_WRITE, false);
 	}
 	resp_queue(qp, PKT_ACK, 0, p, NULL);
 }
@@ -1463,7 +1481,7 @@ void dp_qp_set_state(struct dp_qp *qp, uint32_t state)
 		}
 		drop_all(qp, true);
 		while ((rc = rq_take(qp, d, &n, &req_id)) != 0)
-			complete_rx(qp, req_id, ST_FLUSHED, 0, &none, EFA_OP_SEND);
+			complete_rx(qp, req_id, ST_FLUSHED, 0, &none, EFA_OP_SEND, false);
 	}
 }
 

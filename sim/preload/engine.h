@@ -26,6 +26,7 @@
 #define EFA_CAP_RDMA_READ (1u << 0)
 #define EFA_CAP_CQ_NOTIFICATIONS (1u << 2)
 #define EFA_CAP_RDMA_WRITE (1u << 5)
+#define EFA_CAP_UNSOLICITED_WRITE_RECV (1u << 6)
 
 /* ib_qp_state */
 enum { QPS_RESET, QPS_INIT, QPS_RTR, QPS_RTS, QPS_SQD, QPS_SQE, QPS_ERR };
@@ -55,6 +56,7 @@ enum { QPS_RESET, QPS_INIT, QPS_RTR, QPS_RTS, QPS_SQD, QPS_SQE, QPS_ERR };
 #define EFA_CQE_QTYPE_SHIFT 1
 #define EFA_CQE_HAS_IMM (1u << 3)
 #define EFA_CQE_OP_SHIFT 4
+#define EFA_CQE_UNSOLICITED (1u << 7) /* an RDMA write's receive completion without a WQE */
 #define EFA_QTYPE_SEND 1
 #define EFA_QTYPE_RECV 2
 #define EFA_CQ_DB_CI_MASK 0xffffu
@@ -113,7 +115,10 @@ struct efa_cqe {
 	uint16_t qp_num, length;
 	uint16_t ah, src_qp_num;
 	uint32_t imm;
-	uint8_t src_addr[16]; /* the extended entry (CQ created WITH_SGID) */
+	union { /* the extended entry (32 bytes) */
+		uint8_t src_addr[16]; /* a receive from an unknown AH */
+		uint16_t length_hi;   /* an RDMA write's receive: length bits 31:16 */
+	} u;
 };
 
 /* ---- the device's tables (dp_mem.c) ---- */
@@ -265,6 +270,10 @@ struct dp_qp {
 	struct dp_cq *scq, *rcq;
 	uint32_t max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline;
 	uint32_t state, qkey, sq_psn, rnr_retry;
+	/* made with EFA_CREATE_QP_WITH_UNSOLICITED_WRITE_RECV: an RDMA write
+	 * with immediate data completes without a receive WQE */
+	bool unsolicited_write_recv;
+	uint8_t sl;
 	/* SQ: the LLQ ring and its doorbell */
 	uint8_t *sq;
 	volatile uint32_t *sq_db;

@@ -198,6 +198,15 @@ struct efasim_config {
 	struct efasim_verdict *verdicts;
 	size_t nverdicts;
 	char fabric[4096]; /* the fabric directory ("" = next to the file) */
+	/* the model's kernel release: what its efa driver and ib_uverbs
+	 * understand (abi.h, KREL); the newest the emulator knows when the
+	 * file names none or names no numbers (latest, p2p-hmat) */
+	uint32_t kernel;
+	char kernel_name[EFASIM_NAME_LEN];
+	/* the upstream release whose efa driver answers as the model's (an
+	 * out-of-tree driver's by its version); the kernel's without the line */
+	uint32_t efa_driver;
+	char efa_driver_name[EFASIM_NAME_LEN];
 	struct timespec loaded; /* time stamps of the emulated device nodes */
 	/* the tree that stands for /sys (SYSFS_PATH, else the file's folder),
 	 * and the subtrees of /sys it answers for ("sysfs" lines) */
@@ -212,6 +221,11 @@ struct efasim_dev *efasim_dev_by_index(struct efasim_config *c, int index);
 const struct efasim_fn *efasim_fn_by_pci(const struct efasim_config *c, const char *pci);
 const struct efasim_verdict *efasim_verdict_for(const struct efasim_config *c,
 						const char *nic, const char *owner);
+/* Whether the emulated kernel is release major.minor or newer. */
+bool efasim_kernel_at_least(const struct efasim_config *c, unsigned int major, unsigned int minor);
+/* Whether the emulated efa driver has the ABI of upstream release
+ * major.minor or newer. */
+bool efasim_efa_at_least(const struct efasim_config *c, unsigned int major, unsigned int minor);
 /* Parses "dddd:bb:dd.f" or "bb:dd.f" (any case) into the canonical form. */
 int efasim_pci_normalize(const char *in, char out[EFASIM_PCI_LEN]);
 /*

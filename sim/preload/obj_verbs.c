@@ -347,6 +347,8 @@ int efasim_qp_create(struct efasim_uverbs *uv, int fd, const struct efasim_qp_at
 	qp->max_send_sge = a->max_send_sge;
 	qp->max_recv_sge = a->max_recv_sge;
 	qp->max_inline = a->max_inline;
+	qp->unsolicited_write_recv = a->unsolicited_write_recv;
+	qp->sl = a->sl;
 	qp->rnr_retry = 3; /* until MODIFY_QP sets it; 7 retries forever */
 	rc = qp_regions(uv, fd, qp, a);
 	if (rc)

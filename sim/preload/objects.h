@@ -146,6 +146,9 @@ struct efasim_qp_attr {
 	uint8_t type, sq_sig_all;
 	uint32_t max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline;
 	uint32_t sq_ring_size, rq_ring_size; /* bytes */
+	/* the efa driver's flags: write with immediate data takes no receive */
+	bool unsolicited_write_recv;
+	uint8_t sl; /* service level (6.13), kept as the device keeps it */
 };
 /* A QP with its rings, doorbells and QPN, served by the device thread
  * (started if need be). */

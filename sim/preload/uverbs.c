@@ -19,7 +19,6 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include <rdma/ib_user_verbs.h>
 
 #define UVERBS_MAJOR 231
 #define UVERBS_BASE_MINOR 192
@@ -37,51 +36,51 @@ struct wmethod {
 	{ n, sizeof(req), resp, false, has_resp, udata, fn }
 
 static const struct wmethod write_methods[] = {
-	[IB_USER_VERBS_CMD_GET_CONTEXT] = CMD("GET_CONTEXT", struct ib_uverbs_get_context,
-		sizeof(struct ib_uverbs_get_context_resp), true, true, efasim_cmd_get_context),
-	[IB_USER_VERBS_CMD_QUERY_DEVICE] = CMD("QUERY_DEVICE", struct ib_uverbs_query_device,
-		sizeof(struct ib_uverbs_query_device_resp), true, false, efasim_cmd_query_device),
-	[IB_USER_VERBS_CMD_QUERY_PORT] = CMD("QUERY_PORT", struct ib_uverbs_query_port,
-		sizeof(struct ib_uverbs_query_port_resp), true, false, efasim_cmd_query_port),
-	[IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL] = CMD("CREATE_COMP_CHANNEL",
-		struct ib_uverbs_create_comp_channel, sizeof(struct ib_uverbs_create_comp_channel_resp),
+	[UV_CMD_GET_CONTEXT] = CMD("GET_CONTEXT", struct uv_get_context,
+		sizeof(struct uv_get_context_resp), true, true, efasim_cmd_get_context),
+	[UV_CMD_QUERY_DEVICE] = CMD("QUERY_DEVICE", struct uv_query_device,
+		sizeof(struct uv_query_device_resp), true, false, efasim_cmd_query_device),
+	[UV_CMD_QUERY_PORT] = CMD("QUERY_PORT", struct uv_query_port,
+		sizeof(struct uv_query_port_resp), true, false, efasim_cmd_query_port),
+	[UV_CMD_CREATE_COMP_CHANNEL] = CMD("CREATE_COMP_CHANNEL",
+		struct uv_create_comp_channel, sizeof(struct uv_create_comp_channel_resp),
 		true, false, efasim_cmd_create_comp_channel),
-	[IB_USER_VERBS_CMD_ALLOC_PD] = CMD("ALLOC_PD", struct ib_uverbs_alloc_pd,
-		sizeof(struct ib_uverbs_alloc_pd_resp), true, true, efasim_cmd_alloc_pd),
-	[IB_USER_VERBS_CMD_DEALLOC_PD] = CMD("DEALLOC_PD", struct ib_uverbs_dealloc_pd,
+	[UV_CMD_ALLOC_PD] = CMD("ALLOC_PD", struct uv_alloc_pd,
+		sizeof(struct uv_alloc_pd_resp), true, true, efasim_cmd_alloc_pd),
+	[UV_CMD_DEALLOC_PD] = CMD("DEALLOC_PD", struct uv_dealloc_pd,
 		0, false, false, efasim_cmd_dealloc_pd),
-	[IB_USER_VERBS_CMD_REG_MR] = CMD("REG_MR", struct ib_uverbs_reg_mr,
-		sizeof(struct ib_uverbs_reg_mr_resp), true, true, efasim_cmd_reg_mr),
-	[IB_USER_VERBS_CMD_DEREG_MR] = CMD("DEREG_MR", struct ib_uverbs_dereg_mr,
+	[UV_CMD_REG_MR] = CMD("REG_MR", struct uv_reg_mr,
+		sizeof(struct uv_reg_mr_resp), true, true, efasim_cmd_reg_mr),
+	[UV_CMD_DEREG_MR] = CMD("DEREG_MR", struct uv_dereg_mr,
 		0, false, false, efasim_cmd_dereg_mr),
-	[IB_USER_VERBS_CMD_CREATE_CQ] = CMD("CREATE_CQ", struct ib_uverbs_create_cq,
-		sizeof(struct ib_uverbs_create_cq_resp), true, true, efasim_cmd_create_cq),
-	[IB_USER_VERBS_CMD_DESTROY_CQ] = CMD("DESTROY_CQ", struct ib_uverbs_destroy_cq,
-		sizeof(struct ib_uverbs_destroy_cq_resp), true, false, efasim_cmd_destroy_cq),
-	[IB_USER_VERBS_CMD_CREATE_QP] = CMD("CREATE_QP", struct ib_uverbs_create_qp,
-		sizeof(struct ib_uverbs_create_qp_resp), true, true, efasim_cmd_create_qp),
-	[IB_USER_VERBS_CMD_MODIFY_QP] = CMD("MODIFY_QP", struct ib_uverbs_modify_qp,
+	[UV_CMD_CREATE_CQ] = CMD("CREATE_CQ", struct uv_create_cq,
+		sizeof(struct uv_create_cq_resp), true, true, efasim_cmd_create_cq),
+	[UV_CMD_DESTROY_CQ] = CMD("DESTROY_CQ", struct uv_destroy_cq,
+		sizeof(struct uv_destroy_cq_resp), true, false, efasim_cmd_destroy_cq),
+	[UV_CMD_CREATE_QP] = CMD("CREATE_QP", struct uv_create_qp,
+		sizeof(struct uv_create_qp_resp), true, true, efasim_cmd_create_qp),
+	[UV_CMD_MODIFY_QP] = CMD("MODIFY_QP", struct uv_modify_qp,
 		0, false, false, efasim_cmd_modify_qp),
-	[IB_USER_VERBS_CMD_QUERY_QP] = CMD("QUERY_QP", struct ib_uverbs_query_qp,
-		sizeof(struct ib_uverbs_query_qp_resp), true, false, efasim_cmd_query_qp),
-	[IB_USER_VERBS_CMD_DESTROY_QP] = CMD("DESTROY_QP", struct ib_uverbs_destroy_qp,
-		sizeof(struct ib_uverbs_destroy_qp_resp), true, false, efasim_cmd_destroy_qp),
-	[IB_USER_VERBS_CMD_CREATE_AH] = CMD("CREATE_AH", struct ib_uverbs_create_ah,
-		sizeof(struct ib_uverbs_create_ah_resp), true, true, efasim_cmd_create_ah),
-	[IB_USER_VERBS_CMD_DESTROY_AH] = CMD("DESTROY_AH", struct ib_uverbs_destroy_ah,
+	[UV_CMD_QUERY_QP] = CMD("QUERY_QP", struct uv_query_qp,
+		sizeof(struct uv_query_qp_resp), true, false, efasim_cmd_query_qp),
+	[UV_CMD_DESTROY_QP] = CMD("DESTROY_QP", struct uv_destroy_qp,
+		sizeof(struct uv_destroy_qp_resp), true, false, efasim_cmd_destroy_qp),
+	[UV_CMD_CREATE_AH] = CMD("CREATE_AH", struct uv_create_ah,
+		sizeof(struct uv_create_ah_resp), true, true, efasim_cmd_create_ah),
+	[UV_CMD_DESTROY_AH] = CMD("DESTROY_AH", struct uv_destroy_ah,
 		0, false, false, efasim_cmd_destroy_ah),
 };
 
 static const struct wmethod ex_create_cq = {
-	"EX_CREATE_CQ", offsetof(struct ib_uverbs_ex_create_cq, flags) + sizeof(uint32_t),
-	offsetof(struct ib_uverbs_ex_create_cq_resp, response_length) + sizeof(uint32_t),
+	"EX_CREATE_CQ", offsetof(struct uv_ex_create_cq, flags) + sizeof(uint32_t),
+	offsetof(struct uv_ex_create_cq_resp, response_length) + sizeof(uint32_t),
 	true, true, true, efasim_cmd_ex_create_cq,
 };
 
 /* The extended QUERY_DEVICE rejects buffers without response_length. */
 static const struct wmethod ex_query_device = {
-	"EX_QUERY_DEVICE", sizeof(struct ib_uverbs_ex_query_device),
-	offsetof(struct ib_uverbs_ex_query_device_resp, response_length) + sizeof(uint32_t),
+	"EX_QUERY_DEVICE", sizeof(struct uv_ex_query_device),
+	offsetof(struct uv_ex_query_device_resp, response_length) + sizeof(uint32_t),
 	true, true, false, efasim_cmd_ex_query_device,
 };
 
@@ -93,16 +92,16 @@ static const struct wmethod notsupp = { "not emulated", 0, 0, false, false, fals
 
 static const struct wmethod *lookup_method(uint32_t command, int *err)
 {
-	uint32_t idx = command & IB_USER_VERBS_CMD_COMMAND_MASK;
+	uint32_t idx = command & UV_CMD_COMMAND_MASK;
 
-	if (command & ~(IB_USER_VERBS_CMD_FLAG_EXTENDED | IB_USER_VERBS_CMD_COMMAND_MASK)) {
+	if (command & ~(UV_CMD_FLAG_EXTENDED | UV_CMD_COMMAND_MASK)) {
 		*err = -EINVAL;
 		return NULL;
 	}
-	if (command & IB_USER_VERBS_CMD_FLAG_EXTENDED) {
-		if (idx == IB_USER_VERBS_EX_CMD_QUERY_DEVICE)
+	if (command & UV_CMD_FLAG_EXTENDED) {
+		if (idx == UV_EX_CMD_QUERY_DEVICE)
 			return &ex_query_device;
-		if (idx == IB_USER_VERBS_EX_CMD_CREATE_CQ)
+		if (idx == UV_EX_CMD_CREATE_CQ)
 			return &ex_create_cq;
 		if (idx >= NUM_WRITE) {
 			*err = -EOPNOTSUPP;
@@ -119,7 +118,7 @@ static const struct wmethod *lookup_method(uint32_t command, int *err)
 	return &notsupp;
 }
 
-static int verify_hdr(const struct ib_uverbs_cmd_hdr *h, const struct ib_uverbs_ex_cmd_hdr *ex,
+static int verify_hdr(const struct uv_cmd_hdr *h, const struct uv_ex_cmd_hdr *ex,
 		      size_t count, const struct wmethod *m)
 {
 	if (m->is_ex) {
@@ -150,7 +149,7 @@ static int verify_hdr(const struct ib_uverbs_cmd_hdr *h, const struct ib_uverbs_
 }
 
 static int split_legacy(struct efasim_wcall *c, const struct wmethod *m,
-			const struct ib_uverbs_cmd_hdr *h, uint64_t buf)
+			const struct uv_cmd_hdr *h, uint64_t buf)
 {
 	size_t in_len = (size_t)h->in_words * 4 - sizeof(*h), out_len = (size_t)h->out_words * 4;
 	uint64_t response = 0;
@@ -179,8 +178,8 @@ static int split_legacy(struct efasim_wcall *c, const struct wmethod *m,
 	return 0;
 }
 
-static void split_ex(struct efasim_wcall *c, const struct ib_uverbs_cmd_hdr *h,
-		     const struct ib_uverbs_ex_cmd_hdr *ex, uint64_t buf)
+static void split_ex(struct efasim_wcall *c, const struct uv_cmd_hdr *h,
+		     const struct uv_ex_cmd_hdr *ex, uint64_t buf)
 {
 	buf += sizeof(*h) + sizeof(*ex);
 	c->in = buf;
@@ -196,8 +195,8 @@ static void split_ex(struct efasim_wcall *c, const struct ib_uverbs_cmd_hdr *h,
 static ssize_t do_write(struct efasim_uverbs *uv, int fd, uint64_t buf, size_t count,
 			const char **name, uint32_t *command)
 {
-	struct ib_uverbs_ex_cmd_hdr ex = { 0 };
-	struct ib_uverbs_cmd_hdr h;
+	struct uv_ex_cmd_hdr ex = { 0 };
+	struct uv_cmd_hdr h;
 	struct efasim_wcall c = { .uv = uv, .dev = uv->dev, .fd = fd };
 	const struct wmethod *m;
 	int rc = 0;
