@@ -31,13 +31,14 @@ MiB = 1 << 20
 # name -> (caps, max_sq_wr, max_rq_wr, max_sq_sge, max_rq_sge, inline, max_rdma_size),
 # caps as the kernel reports them (efadv bits), before libefa drops those it
 # does not know
-P5_NIC = (0xf, 4096, 32768, 2, 3, 32, 1 << 30)
+P5_NIC = (0x1f, 4096, 32768, 2, 3, 32, 1 << 30)
 MODELS = {
     "p5.48xlarge": {
         # efa_defaults: RDMA_READ, RNR_RETRY, CQ_NOTIFICATIONS,
         # DATA_POLLING_128, RDMA_WRITE, UNSOLICITED_WRITE_RECV; the driver
-        # sets CQ_WITH_SGID for every device; the model's kernel (6.8)
-        # relays no UNSOLICITED_WRITE_RECV (6.10 does)
+        # sets CQ_WITH_SGID for every device; its efa driver, AWS's
+        # out-of-tree 2.17.3g, answers as 6.13's and relays
+        # UNSOLICITED_WRITE_RECV (in-tree from 6.10)
         "nics": {"rdmap79s0": P5_NIC, "rdmap149s0": P5_NIC, "rdmap201s0": P5_NIC},
         # GPU 53:00.0 (nvidia) shares switch 45:00.0 with rdmap79s0 (4f:00.0)
         "accepted": [("rdmap79s0", "0000:53:00.0", "nvidia"),
