@@ -12,10 +12,11 @@ import (
 	"github.com/efap2p/efap2p/p2p"
 )
 
-// atLeast reports whether r is release major.minor or later ("latest"
-// is later than every numbered release).
+// atLeast reports whether r has what was merged for release major.minor:
+// its first release candidate or later ("latest" is later than every
+// numbered release).
 func atLeast(r p2p.Release, v [2]int) bool {
-	return r.AtLeast(p2p.Release{Major: v[0], Minor: v[1]})
+	return r.AtLeast(p2p.Release{Major: v[0], Minor: v[1], RC: 1})
 }
 
 // runningKernel returns uname -r.
