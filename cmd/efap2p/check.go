@@ -9,10 +9,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/efap2p/efap2p/answer"
 	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/nodecheck"
 	"github.com/efap2p/efap2p/p2p"
@@ -58,9 +58,10 @@ others:
   ` + docFile("operators.md") + `
 
 Exit status: 0 all good or not applicable, 1 degraded (findings), 2 bad usage,
-3 could not tell (uncertain verdicts only, or the machine could not be read).
-In line mode the node-problem-detector protocol: 0 OK (also not applicable), 1
-problem, 2 unknown (also bad usage).
+3 could not tell (uncertain verdicts only, the machine could not be read, or
+the output could not be written: never 1, which reports the node). In line
+mode the node-problem-detector protocol: 0 OK (also not applicable), 1
+problem, 2 unknown (also bad usage, or a failure to run or write).
 
 Options:
 `
@@ -68,14 +69,27 @@ Options:
 
 func runCheck(args []string, stdout, stderr io.Writer) error {
 	err := checkCommand(args, stdout, stderr)
-	var ue usageError
-	if errors.As(err, &ue) && lineFormat(args) {
-		// node-problem-detector reads the message on stdout: 2 is unknown.
-		fmt.Fprintln(stdout, clipLine("UNKNOWN: efap2p check: "+ue.Error()))
-		fmt.Fprintf(stderr, "efap2p: %v\n", ue)
+	var (
+		ue   usageError
+		es   exitStatus
+		help helpText
+	)
+	switch {
+	case err == nil, errors.As(err, &es), errors.As(err, &help):
+		return err
+	case errors.As(err, &ue) && !lineFormat(args):
+		return err
+	}
+	// Bad usage in line mode, or a failure to run or write in any mode: the
+	// check did not judge the node, so "unknown" (3; node-problem-detector's
+	// 2 in line mode), never 1, which says the node is degraded.
+	fmt.Fprintf(stderr, "efap2p: %v\n", err)
+	if lineFormat(args) {
+		// node-problem-detector reads the message on stdout
+		fmt.Fprintln(stdout, clipLine("UNKNOWN: efap2p check: "+err.Error()))
 		return exitStatus(2)
 	}
-	return err
+	return exitStatus(3)
 }
 
 // lineFormat reports whether the arguments ask for the line mode.
@@ -95,7 +109,7 @@ func checkCommand(args []string, stdout, stderr io.Writer) error {
 	of.registerJSON(fs)
 	format := fs.String("format", "text", "output `FORMAT`: text, json, prometheus, line or nfd")
 	expect := fs.String("expect", "", "compare with machine `MODEL` (a built-in name, see 'efap2p sim list', or a model file)")
-	out := fs.String("o", "", "write the output to `FILE` (atomically: a textfile collector never reads half a file)")
+	out := fs.String("o", "", "write the output to `FILE` (atomically: a textfile collector never reads half a file; its folder is created)")
 	if err := parseFlags(fs, args, checkUsage(), stderr); err != nil {
 		return err
 	}
@@ -207,32 +221,18 @@ func clipLine(s string) string {
 	return s
 }
 
-// writeOut writes data to stdout, or atomically to file (a temporary file
-// in the same directory, renamed over it), then returns status.
+// writeOut writes data to stdout, or atomically to file (its folder
+// created, a temporary file in it renamed over file, mode 0644, as export
+// -o writes), then returns status. An error is the failure to write.
 func writeOut(file string, stdout io.Writer, data []byte, status error, stderr io.Writer) error {
 	if file == "" {
 		if _, err := stdout.Write(data); err != nil {
-			return err
+			return fmt.Errorf("check: writing the output: %w", err)
 		}
 		return status
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("check: %w", err)
-	}
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Chmod(0o644)
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), file)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("check: writing %s: %w", file, err)
+	if err := answer.WriteFileAtomic(file, data); err != nil {
+		return fmt.Errorf("check: could not write %s: %w", file, err)
 	}
 	return status
 }

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -178,5 +179,46 @@ func TestCheckKernelEnv(t *testing.T) {
 	code, out, _ = runTool("check", "--sysfs", dir, "--json", "--kernel", "6.8.0-1015-aws")
 	if strings.Contains(out, `"code": "kernel-dmabuf"`) || !strings.Contains(out, `"kernel_source": "option"`) {
 		t.Errorf("--kernel over EFAP2P_KERNEL: exit %d\n%s", code, out)
+	}
+}
+
+// TestCheckOutputFile: -o creates the folder, as export -o does; a file
+// that cannot be written is "could not tell" (3, or node-problem-detector's
+// unknown, 2, in line mode, with its UNKNOWN line on stdout), never 1,
+// which would report the node as degraded.
+func TestCheckOutputFile(t *testing.T) {
+	tree := checkTrees(t)["healthy"]
+	tmp := t.TempDir()
+	blocker := filepath.Join(tmp, "not-a-folder")
+	if err := os.WriteFile(blocker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		format, file string
+		code         int
+		stdout       string
+	}{
+		{"prometheus", filepath.Join(tmp, "new", "textfile_collector", "efap2p.prom"), 0, ""},
+		{"nfd", filepath.Join(tmp, "features.d", "efap2p"), 0, ""},
+		{"line", filepath.Join(tmp, "line", "efap2p.line"), 0, ""},
+		{"prometheus", filepath.Join(blocker, "efap2p.prom"), 3, ""},
+		{"nfd", filepath.Join(blocker, "efap2p"), 3, ""},
+		{"json", filepath.Join(blocker, "report.json"), 3, ""},
+		{"line", filepath.Join(blocker, "efap2p.line"), 2, "UNKNOWN: efap2p check: check: could not write " + blocker},
+	} {
+		code, out, errs := runTool("check", "--sysfs", tree, checkKernel, "--format", tc.format, "-o", tc.file)
+		if code != tc.code || !strings.HasPrefix(out, tc.stdout) || tc.stdout == "" && out != "" {
+			t.Errorf("--format %s -o %s: exit %d (want %d), stdout %q, stderr %q", tc.format, tc.file, code, tc.code, out, errs)
+			continue
+		}
+		if tc.code != 0 {
+			if !strings.Contains(errs, "could not write "+tc.file) {
+				t.Errorf("--format %s -o %s: stderr %q does not name the file", tc.format, tc.file, errs)
+			}
+			continue
+		}
+		if st, err := os.Stat(tc.file); err != nil || st.Mode().Perm() != 0o644 {
+			t.Errorf("--format %s -o %s: %v", tc.format, tc.file, err)
+		}
 	}
 }
