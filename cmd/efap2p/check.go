@@ -27,7 +27,8 @@ func init() {
 func checkUsage() string {
 	return `Usage: efap2p check [--sysfs DIR] [--topology FILE] [--expect MODEL]
                     [--kernel RELEASE]
-                    [--json | --format text|json|prometheus|line|nfd] [-o FILE]
+                    [--json | --format text|json|prometheus|line|nfd]
+                    [--all-pairs] [-o FILE]
 
 Tells whether GPUDirect RDMA works on this node: for every accelerator, the
 EFA NICs it gets true P2P DMA with (by dma-buf, or by the out-of-tree EFA
@@ -46,8 +47,10 @@ Formats:
   text        for people (default)
   json        the report (--json is the same); its JSON Schema:
                 ` + dataFile("check-report.schema.json") + `
-  prometheus  a node_exporter textfile-collector file: one gauge per pair
-              and per finding (write it with -o DIR/efap2p.prom)
+  prometheus  a node_exporter textfile-collector file (write it with
+              -o DIR/efap2p.prom): the status, the counts, each
+              accelerator's and each EFA NIC's P2P partners, the findings,
+              and the pairs that are not OK (--all-pairs: every pair)
   line        one short line on stdout, for Kubernetes node-problem-detector
               custom plugins and Slurm health checks
   nfd         a node-feature-discovery feature file (features.d/efap2p):
@@ -109,6 +112,7 @@ func checkCommand(args []string, stdout, stderr io.Writer) error {
 	of.registerJSON(fs)
 	format := fs.String("format", "text", "output `FORMAT`: text, json, prometheus, line or nfd")
 	expect := fs.String("expect", "", "compare with machine `MODEL` (a built-in name, see 'efap2p sim list', or a model file)")
+	allPairs := fs.Bool("all-pairs", false, "with --format prometheus, the series of every pair (6 a pair: 1536 on a p5.48xlarge), not only of those that are not OK")
 	out := fs.String("o", "", "write the output to `FILE` (atomically: a textfile collector never reads half a file; its folder is created)")
 	if err := parseFlags(fs, args, checkUsage(), stderr); err != nil {
 		return err
@@ -127,6 +131,9 @@ func checkCommand(args []string, stdout, stderr io.Writer) error {
 	case "text", "json", "prometheus", "line", "nfd":
 	default:
 		return usagef("--format %q: want text, json, prometheus, line or nfd", *format)
+	}
+	if *allPairs && *format != "prometheus" {
+		return usagef("--all-pairs is for --format prometheus (--json lists every pair)")
 	}
 	opt := nodecheck.Options{}
 	switch {
@@ -167,7 +174,7 @@ func checkCommand(args []string, stdout, stderr io.Writer) error {
 	case "json":
 		err = writeJSON(&buf, report)
 	case "prometheus":
-		err = report.WritePrometheus(&buf, time.Now())
+		err = report.WritePrometheusWith(&buf, time.Now(), nodecheck.PromOptions{AllPairs: *allPairs})
 	case "nfd":
 		err = report.WriteNFD(&buf)
 	case "line":
