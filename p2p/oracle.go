@@ -324,7 +324,10 @@ func (o *Oracle) compute(provider, client Addr, k uint64, narrow bool) (*Verdict
 func (o *Oracle) build(provider, client Addr, explain bool) (*Verdict, error) {
 	if o.file != nil {
 		if tp := o.file.pair(provider, client); tp != nil {
-			return o.file.verdict(tp, explain), nil
+			v := o.file.verdict(tp, explain)
+			v.Kernel = o.rules.Release
+			o.filePeerMem(v)
+			return v, nil
 		}
 	}
 	p, err := o.topo.Function(provider)
@@ -385,6 +388,33 @@ func (o *Oracle) build(provider, client Addr, explain bool) (*Verdict, error) {
 		v.Note = firmwareNote
 	}
 	return v, nil
+}
+
+// filePeerMem completes a verdict the topology file gave, which records
+// the dma-buf path: the peer-memory path is read as for a computed
+// verdict (the NIC's p2p attribute and the accelerator's driver, which
+// need no privilege), so that a pair gets the same answer with the file
+// and without it; and the NIC's note, as a computed verdict has it.
+func (o *Oracle) filePeerMem(v *Verdict) {
+	p, err := o.topo.Function(v.Provider)
+	if err != nil {
+		return
+	}
+	c, err := o.topo.Function(v.Client)
+	if err != nil {
+		return
+	}
+	o.topo.peerMemPath(v, p, c)
+	if n, ok := o.fileBlocked(v.Client); ok {
+		if v.PeerMem.Outcome == OutcomeP2P {
+			v.PeerMem.Outcome = OutcomeRefused
+			if why := blockedReason(o.file.name, n); v.explain && !strings.Contains(v.Reason, why) {
+				v.addReason(why)
+			}
+		}
+	} else if cl, err := c.Class(); err == nil && cl>>16 == 0x02 && v.P2P() {
+		v.Note = firmwareNote
+	}
 }
 
 // firmwareNote is the Note of a NIC's verdict that allows P2P: what no

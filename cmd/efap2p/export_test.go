@@ -156,7 +156,7 @@ func TestExportReasons(t *testing.T) {
 		t.Errorf("the file is %d bytes, %d with reasons: the reasons should be most of it", sa.Size(), sb.Size())
 	}
 	code, out, errs := runTool("explain", "--sysfs", dir, "--topology", plain, "GPU0", "NIC0")
-	if code != 0 || !strings.Contains(strings.Join(strings.Fields(out), " "), "records this pair as p2p") {
+	if code != 0 || !strings.Contains(strings.Join(strings.Fields(out), " "), "records this pair's dma-buf path as p2p") {
 		t.Errorf("explain from the file without reasons: exit %d, %s%s", code, out, errs)
 	}
 }
