@@ -374,6 +374,7 @@ func (o *Oracle) build(provider, client Addr, explain bool) (*Verdict, error) {
 	}}
 	t.applyPolicy(o.rules, v, p, c)
 	t.settle(o.rules, v, p, c)
+	t.dmabufPath(o.rules, v, p, c)
 	t.peerMemPath(v, p, c)
 	if n, ok := o.fileBlocked(client); ok {
 		// Refused whatever the rule would have said.
@@ -391,10 +392,12 @@ func (o *Oracle) build(provider, client Addr, explain bool) (*Verdict, error) {
 }
 
 // filePeerMem completes a verdict the topology file gave, which records
-// the dma-buf path: the peer-memory path is read as for a computed
-// verdict (the NIC's p2p attribute and the accelerator's driver, which
-// need no privilege), so that a pair gets the same answer with the file
-// and without it; and the NIC's note, as a computed verdict has it.
+// what p2pdma and the exporter decide for the dma-buf path: whether the
+// NIC can register dma-bufs at all, and the peer-memory path, are read as
+// for a computed verdict (the kernel's release, the EFA driver's version
+// and the NIC's p2p attribute, which need no privilege), so that a pair
+// gets the same answer with the file and without it; and the NIC's note,
+// as a computed verdict has it.
 func (o *Oracle) filePeerMem(v *Verdict) {
 	p, err := o.topo.Function(v.Provider)
 	if err != nil {
@@ -404,6 +407,7 @@ func (o *Oracle) filePeerMem(v *Verdict) {
 	if err != nil {
 		return
 	}
+	o.topo.dmabufPath(o.rules, v, p, c)
 	o.topo.peerMemPath(v, p, c)
 	if n, ok := o.fileBlocked(v.Client); ok {
 		if v.PeerMem.Outcome == OutcomeP2P {

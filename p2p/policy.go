@@ -326,10 +326,16 @@ func (t *Topology) scanFlagged(domain uint32) flaggedEntry {
 
 // driverVersion returns a module's version, read once per module.
 func (t *Topology) driverVersion(module string) ([3]int, bool) {
+	return modversion.Parse(t.moduleVersion(module))
+}
+
+// moduleVersion returns a module's version as the module gives it
+// ("2.17.3g"), "" when it has none; read once per module.
+func (t *Topology) moduleVersion(module string) string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if v, ok := t.versions[module]; ok {
-		return modversion.Parse(v)
+		return v
 	}
 	v := ""
 	if di, ok := t.ext.(driverInfo); ok {
@@ -339,7 +345,7 @@ func (t *Topology) driverVersion(module string) ([3]int, bool) {
 		t.versions = map[string]string{}
 	}
 	t.versions[module] = v
-	return modversion.Parse(v)
+	return v
 }
 
 // nvidiaOverride returns NVreg_GrdmaPciTopoCheckOverride, read once.

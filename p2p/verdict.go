@@ -64,6 +64,12 @@ type Verdict struct {
 	// pair's whole answer where the NIC has a second path: Effective is
 	// what the NIC gets by either path, Via the paths that give true P2P.
 	Outcome Outcome `json:"outcome"`
+	// DmabufUnavailable, when set, says why the client, an EFA NIC, cannot
+	// register dma-buf memory at all with this kernel and EFA driver
+	// (DmabufRegistration): Outcome is then what p2pdma and the exporter
+	// would decide for a capable one, and the dma-buf path gives nothing
+	// (Via leaves it out).
+	DmabufUnavailable string `json:"dmabuf_unavailable,omitempty"`
 	// PeerMem is the second registration path: the accelerator's memory
 	// registered by virtual address through the out-of-tree EFA driver's
 	// peer-memory provider.
@@ -175,15 +181,17 @@ func (v *Verdict) MarshalJSON() ([]byte, error) {
 func (v *Verdict) P2P() bool { return v.Via() != 0 }
 
 // DmabufP2P reports true P2P on the dma-buf path alone (what
-// ibv_reg_dmabuf_mr gets).
-func (v *Verdict) DmabufP2P() bool { return v.Outcome == OutcomeP2P }
+// ibv_reg_dmabuf_mr gets): Outcome p2p, where the NIC can register
+// dma-buf memory at all.
+func (v *Verdict) DmabufP2P() bool { return v.Outcome == OutcomeP2P && v.DmabufUnavailable == "" }
 
 // Via returns the registration paths that give the client true P2P into
-// the provider's memory: RegDmabuf when Outcome is p2p, RegPeerMem when
+// the provider's memory: RegDmabuf when Outcome is p2p (and the NIC can
+// register dma-bufs: DmabufUnavailable is empty), RegPeerMem when
 // PeerMem.Outcome is; none (0) when neither does.
 func (v *Verdict) Via() Registration {
 	var r Registration
-	if v.Outcome == OutcomeP2P {
+	if v.DmabufP2P() {
 		r |= RegDmabuf
 	}
 	if v.PeerMem.Outcome == OutcomeP2P {
@@ -196,15 +204,16 @@ func (v *Verdict) Via() Registration {
 // provider's memory", whichever way the memory is registered: p2p when
 // either path gives true P2P (Via says which); else bounced when dma-buf
 // registration works through system memory; else refused when a path
-// refuses; unknown when neither path could be decided. Outcome is the
-// dma-buf path's alone: on a NIC with peer memory the two differ.
+// refuses (or the NIC cannot register dma-bufs at all); unknown when
+// neither path could be decided. Outcome is the dma-buf path's alone: on a
+// NIC with peer memory the two differ.
 func (v *Verdict) Effective() Outcome {
 	switch {
 	case v.P2P():
 		return OutcomeP2P
-	case v.Outcome == OutcomeBounced:
+	case v.DmabufUnavailable == "" && v.Outcome == OutcomeBounced:
 		return OutcomeBounced
-	case v.Outcome == OutcomeRefused || v.PeerMem.Outcome == OutcomeRefused:
+	case v.Outcome == OutcomeRefused || v.PeerMem.Outcome == OutcomeRefused || v.DmabufUnavailable != "":
 		return OutcomeRefused
 	}
 	return OutcomeUnknown

@@ -130,3 +130,61 @@ func writeTopoFile(t *testing.T, tf *p2p.TopologyFile) string {
 	}
 	return file
 }
+
+// TestDmabufRegistration: an EFA NIC registers dma-buf memory from Linux
+// 5.12 (uverbs) with AWS's out-of-tree driver from its 1.16.0, and from
+// 5.16 with the in-tree driver; where it cannot, the dma-buf path gives
+// nothing whatever p2pdma and the exporter decide: p4d.24xlarge's own
+// kernel (5.10, in-tree EFA driver) gets no true P2P, though NVIDIA's
+// exporter would allow every pair.
+func TestDmabufRegistration(t *testing.T) {
+	for _, tc := range []struct {
+		kernel    string
+		outOfTree bool
+		version   string
+		ok        bool
+	}{
+		{"5.10.230-223.885.amzn2.x86_64", false, "", false},
+		{"5.15.0-105-generic", false, "", false},
+		{"5.16.0-rc1", false, "", true},
+		{"6.8.0-1015-aws", false, "", true},
+		{"5.11.22", true, "2.17.3g", false},
+		{"5.12.0", true, "1.15.1", false},
+		{"5.12.0", true, "1.16.0", true},
+		{"5.10.0", true, "2.17.3g", false},
+		{"5.15.0", true, "", true},
+		{"latest", false, "", true},
+	} {
+		ok, why := p2p.DmabufRegistration(p2p.MustParseRelease(tc.kernel), tc.outOfTree, tc.version)
+		if ok != tc.ok || why == "" {
+			t.Errorf("%s, out-of-tree %v %q: %v (%s), want %v", tc.kernel, tc.outOfTree, tc.version, ok, why, tc.ok)
+		}
+	}
+	m, dir := writeModel(t, "p4d.24xlarge", models.WriteOptions{})
+	src, err := p2p.OpenSysfs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu, nic := p2p.MustParseAddr("0000:10:1c.0"), p2p.MustParseAddr("0000:10:1b.0")
+	for _, tc := range []struct {
+		kernel    string
+		via       p2p.Registration
+		effective p2p.Outcome
+	}{
+		{m.KernelRelease().String(), 0, p2p.OutcomeRefused},
+		{"6.8.0-1015-aws", p2p.RegDmabuf, p2p.OutcomeP2P},
+	} {
+		o := p2p.NewOracleWith(p2p.NewTopology(src), p2p.Options{Kernel: p2p.MustParseRelease(tc.kernel)})
+		v, err := o.Verdict(gpu, nic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Outcome != p2p.OutcomeP2P || v.Via() != tc.via || v.Effective() != tc.effective || (v.DmabufUnavailable != "") != (tc.via == 0) {
+			t.Errorf("kernel %s: dma-buf %s (unavailable: %q), via %s, effective %s; want p2p by the exporter, via %s, %s",
+				tc.kernel, v.Outcome, v.DmabufUnavailable, v.Via(), v.Effective(), tc.via, tc.effective)
+		}
+		if ok, _, _ := o.ReachesAccelerator(nic); ok != (tc.via != 0) {
+			t.Errorf("kernel %s: P2P_DMA %v", tc.kernel, ok)
+		}
+	}
+}
