@@ -18,7 +18,7 @@ import (
 // are the --peer-blocked NICs, force is --force.
 func exportNCCL(o *p2p.Oracle, src *p2p.Sysfs, blocked []p2p.Addr, force bool) ([]byte, error) {
 	model, _ := sim.TreeMachine(src.Root())
-	data, err := nccltopo.Marshal(o, src, nccltopo.Options{PeerBlocked: blocked, Force: force, Model: model, GeneratedBy: "efap2p export -format nccl"})
+	data, err := nccltopo.Marshal(o, src, nccltopo.Options{PeerBlocked: blocked, Force: force, Model: model, GeneratedBy: "efap2p export --format nccl"})
 	switch {
 	case errors.Is(err, nccltopo.ErrNotNIC):
 		return nil, usagef("--peer-blocked %w", err)
