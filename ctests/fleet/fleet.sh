@@ -255,7 +255,7 @@ slurm)
 	printf 'MODEL=p5.48xlarge\nexport EFAP2P_TOPOLOGY=%s\n' "$tmp/topology.json" >"$tmp/scenario"
 	until_ok 30 is drained || fail "firmware-blocked NIC: $(state) ($(reason)), want drained"
 	r=$(reason)
-	[[ $r == "efap2p: PROBLEM p2p-refused: GPU4 0000:97:00.0: P2P DMA is refused with 1 of its 4 switch-local EFA NICs: 0000:93:00.0"* ]] ||
+	[[ $r == "efap2p: PROBLEM p2p-refused: GPU4 0000:97:00.0: P2P DMA refused with 1 of its 4 switch-local EFA NICs: rdmap147s0 (0000:93:00.0)"* ]] ||
 		fail "drain reason: $r"
 	scontrol show node "$node" | grep -q "Reason=efap2p: PROBLEM p2p-refused" || fail "scontrol show node: no reason: $(scontrol show node "$node")"
 	sinfo -R | grep -q "efap2p: PROBLEM" || fail "sinfo -R: $(sinfo -R)" # it cuts the reason at 20 characters
