@@ -172,7 +172,7 @@ taskprolog() {
 	has gdr_gpus=0 "firmware-blocked p5.48xlarge's NCCL topology"
 	local why
 	why=$(grep '^efap2p: no GPUDirect RDMA for this task' <<<"$out") || fail "firmware-blocked p5.48xlarge: no print line in the task's output:$(printf '\n%s' "$out" | grep -v '^[A-Z_a-z0-9]*=')"
-	[[ $why == *"(efap2p check: p2p-refused: GPU0 0000:53:00.0: P2P DMA is refused with 4 of its 4 switch-local EFA NICs"*"aws-ofi-nccl requires GPUDirect RDMA on p5.48xlarge and will not run there"* ]] ||
+	[[ $why == *"(efap2p check: p2p-refused: GPU0 0000:53:00.0: P2P DMA refused with 4 of its 4 switch-local EFA NICs"*"aws-ofi-nccl requires GPUDirect RDMA on p5.48xlarge and will not run there"* ]] ||
 		fail "firmware-blocked p5.48xlarge: the task's output says: $why"
 	echo "taskprolog: firmware-blocked p5.48xlarge: FI_HMEM_DISABLE_P2P=1, no GPU with gdr=\"1\"; the task's output: ${why:0:120}..."
 }
