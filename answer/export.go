@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/efap2p/efap2p/devices"
 	"github.com/efap2p/efap2p/p2p"
@@ -28,10 +29,13 @@ type ExportOptions struct {
 	Reasons bool
 }
 
-// ErrUncertain is wrapped when some verdicts between the machine's
-// accelerators and the other devices are uncertain and ExportOptions.Force
-// is not set.
-var ErrUncertain = errors.New("some verdicts are uncertain")
+// ErrUncertain is wrapped when the map type of some verdicts between the
+// machine's accelerators and the other devices is the kernel-safe
+// assumption, not the kernel's own (p2p.Verdict.Exact is false: what
+// decides it could not be read), and ExportOptions.Force is not set. A
+// topology file records map types: it would record the assumption as
+// fact, even where the outcome is certain.
+var ErrUncertain = errors.New("some map types are assumed")
 
 // ErrNotNIC is wrapped when ExportOptions.PeerBlocked names a function that
 // is not a NIC of the machine.
@@ -98,6 +102,7 @@ func Export(o *p2p.Oracle, src *p2p.Sysfs, opts ExportOptions) (*p2p.TopologyFil
 	tf.Pairs = make([]p2p.TopoPair, len(accels)*row)
 	uncertain := make([]int, len(accels))
 	examples := make([]string, len(accels))
+	unread := make([][]string, len(accels))
 	errs := make([]error, len(accels))
 	each(len(accels), func(i int) {
 		p, out := accels[i], tf.Pairs[i*row:(i+1)*row]
@@ -116,6 +121,7 @@ func Export(o *p2p.Oracle, src *p2p.Sysfs, opts ExportOptions) (*p2p.TopologyFil
 			if !v.Exact {
 				if uncertain[i]++; examples[i] == "" {
 					examples[i] = p.String() + " -> " + c.Addr.String()
+					unread[i] = v.Unread
 				}
 			}
 			out[j] = p2p.TopoPair{
@@ -129,17 +135,22 @@ func Export(o *p2p.Oracle, src *p2p.Sysfs, opts ExportOptions) (*p2p.TopologyFil
 			j++
 		}
 	})
-	total, example := 0, ""
+	total, example, what := 0, "", []string(nil)
 	for i := range accels {
 		if errs[i] != nil {
 			return nil, errs[i]
 		}
 		if total += uncertain[i]; example == "" {
-			example = examples[i]
+			example, what = examples[i], unread[i]
 		}
 	}
 	if total > 0 && !opts.Force {
-		return nil, fmt.Errorf("%w (%d pairs, e.g. %s): config space is not readable", ErrUncertain, total, example)
+		pairs := "pairs"
+		if len(tf.Pairs) == 1 {
+			pairs = "pair"
+		}
+		return nil, fmt.Errorf("%w: for %d of %d %s the map type rests on what this user cannot read (e.g. %s: %s; PCI config space past 64 bytes needs root); a topology file records the kernel's map types, not the kernel-safe guess, even where the outcome is certain (as efap2p check reports it)",
+			ErrUncertain, total, len(tf.Pairs), pairs, example, strings.Join(what, ", "))
 	}
 	if err := tf.RecordMachine(o, opts.Boot); err != nil {
 		return nil, err

@@ -2,14 +2,15 @@
 
 // Package devices lists a machine's accelerators and NICs as efap2p names
 // them, the way nvidia-smi topo -m does (GPU0.., ACC0.., NIC0.. one per
-// RDMA device, NET0.. for NICs without one), works out the verdict matrix
-// between them (what `efap2p topo --json` prints and `efap2p export`
-// writes), and resolves the names people type (GPU0, rdmap79s0, 53:00.0)
-// to PCI addresses.
+// RDMA device, NET0.. for NICs without one; each kind in PCI order),
+// works out the verdict matrix between them (what `efap2p topo --json`
+// prints and `efap2p export` writes), and resolves the names people type
+// (GPU0, rdmap79s0, 53:00.0) to PCI addresses.
 package devices
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/efap2p/efap2p/internal/natsort"
@@ -44,16 +45,26 @@ type Device struct {
 // RDMA reports a NIC with an RDMA device: the NICs nvidia-smi shows.
 func (d *Device) RDMA() bool { return d.Kind == KindNIC && d.IBDev != "" }
 
-// List names the machine's accelerators and NICs: accelerators in PCI
-// address order (GPU0.. for class 03, ACC0.. for class 12), then the NICs
-// with an RDMA device in the natural order of its name (NIC0..), then the
-// NICs without one in address order (NET0..).
+// List names the machine's accelerators and NICs, each kind in PCI
+// address order (the one order of every listing efap2p prints):
+// accelerators (GPU0.. for class 03, ACC0.. for class 12), then the NICs
+// with an RDMA device (NIC0..), then the NICs without one (NET0..).
 func List(o *p2p.Oracle, src *p2p.Sysfs) ([]Device, error) {
 	t := o.Topology()
 	all, err := t.Functions()
 	if err != nil {
 		return nil, err
 	}
+	all = slices.Clone(all)
+	slices.SortStableFunc(all, func(a, b p2p.Addr) int {
+		switch {
+		case a.Less(b):
+			return -1
+		case b.Less(a):
+			return 1
+		}
+		return 0
+	})
 	rdma := rdmaDevices(src)
 	var accels, nics, plain []Device
 	gpus, accs := 0, 0
@@ -98,7 +109,6 @@ func List(o *p2p.Oracle, src *p2p.Sysfs) ([]Device, error) {
 			plain = append(plain, d)
 		}
 	}
-	sort.SliceStable(nics, func(i, j int) bool { return natsort.Less(nics[i].IBDev, nics[j].IBDev) })
 	for i := range nics {
 		nics[i].Name = fmt.Sprintf("NIC%d", i)
 	}

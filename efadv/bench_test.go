@@ -8,8 +8,8 @@ import (
 	"github.com/efap2p/efap2p/abi"
 	"github.com/efap2p/efap2p/efadv"
 	"github.com/efap2p/efap2p/internal/dl"
-	"github.com/efap2p/efap2p/internal/simtest"
 	"github.com/efap2p/efap2p/p2p"
+	"github.com/efap2p/efap2p/sim/simtest"
 	"github.com/efap2p/efap2p/verbs"
 )
 

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/efap2p/efap2p/efadv"
-	"github.com/efap2p/efap2p/internal/simtest"
 	"github.com/efap2p/efap2p/p2p"
+	"github.com/efap2p/efap2p/sim/simtest"
 )
 
 // spoil changes everything a caller can reach in a verdict.

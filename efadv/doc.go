@@ -12,8 +12,11 @@
 // CapP2PDMA when the NIC gets true peer-to-peer DMA (not refused, not
 // bounced through system memory) into at least one accelerator of the
 // host. QueryP2P returns the verdict for one peer PCI function: the
-// kernel's map type and distance, the path class, the exporting driver's
-// outcome, where the answer came from and why. QueryP2PDmabuf does the
+// kernel's map type and distance, the path class, the answer over both
+// ways of registering the accelerator's memory (p2p.Verdict.Effective,
+// and Via: dma-buf, the out-of-tree EFA driver's peer memory, or both),
+// each path's own outcome (Outcome is the dma-buf path's), where the
+// answer came from and why. QueryP2PDmabuf does the
 // same for a dma-buf descriptor, whose exporter it identifies through
 // libc (fstatfs, /proc/self/fdinfo), so that interposers see the calls.
 //

@@ -9,8 +9,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/efap2p/efap2p/efadv"
-	"github.com/efap2p/efap2p/internal/simtest"
 	"github.com/efap2p/efap2p/p2p"
+	"github.com/efap2p/efap2p/sim/simtest"
 	"github.com/efap2p/efap2p/verbs"
 )
 
@@ -46,7 +46,9 @@ func ExampleQueryP2P() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(v.MapType, v.Distance, v.Path, v.Outcome, v.Policy)
+	// what the NIC gets, and by which registration paths (dma-buf, and the
+	// out-of-tree EFA driver's peer memory); v.Outcome is the dma-buf path's
+	fmt.Println(v.MapType, v.Distance, v.Path, v.Effective(), v.Via(), v.Policy)
 
 	// A GPU behind another switch, on the other socket.
 	v, err = efadv.QueryP2P(ctx, p2p.MustParseAddr("0000:ca:00.0"))
@@ -55,7 +57,7 @@ func ExampleQueryP2P() {
 	}
 	fmt.Println(v.MapType, v.Path, v.Outcome)
 	// Output:
-	// BUS_ADDR 4 PIX p2p nvidia
+	// BUS_ADDR 4 PIX p2p dma-buf+peer-memory nvidia
 	// THRU_HOST_BRIDGE SYS p2p
 }
 

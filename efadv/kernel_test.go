@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/efap2p/efap2p/efadv"
-	"github.com/efap2p/efap2p/internal/simtest"
 	"github.com/efap2p/efap2p/p2p"
+	"github.com/efap2p/efap2p/sim/simtest"
 )
 
 // TestKernelEnv: EFAP2P_KERNEL chooses the rules of the Go API's oracle,

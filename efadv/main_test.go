@@ -6,9 +6,9 @@ import (
 	"os"
 	"testing"
 
-	"github.com/efap2p/efap2p/internal/simtest"
+	"github.com/efap2p/efap2p/sim/simtest"
 )
 
 // TestMain runs the tests inside the EFA host emulator, once per machine
-// model (see package internal/simtest).
+// model (see package sim/simtest).
 func TestMain(m *testing.M) { os.Exit(simtest.Main(m)) }

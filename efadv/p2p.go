@@ -109,9 +109,10 @@ func reaches(ctx *verbs.Context) bool {
 // QueryP2P returns the oracle's verdict for the context's NIC DMAing into
 // memory owned by the PCI function peer: map type and distance as the
 // kernel decides them, the path class, the exporting driver's outcome
-// (p2p, bounced or refused) on the dma-buf path, the peer-memory path
-// (Verdict.PeerMem: the out-of-tree EFA driver's provider), the kernel
-// release decided for, the source and the reason. The verdict is the
+// (p2p, bounced or refused) on the dma-buf path (Verdict.Outcome), the
+// peer-memory path (Verdict.PeerMem: the out-of-tree EFA driver's
+// provider), what the NIC gets by either (Verdict.Effective, Verdict.Via),
+// the kernel release decided for, the source and the reason. The verdict is the
 // caller's: a copy of the one the process's oracle caches
 // (p2p.Verdict.Clone), which it may keep and change without changing later
 // answers. A peer that is not on the machine gives an error wrapping

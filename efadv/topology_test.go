@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/efap2p/efap2p/efadv"
-	"github.com/efap2p/efap2p/internal/simtest"
 	"github.com/efap2p/efap2p/p2p"
+	"github.com/efap2p/efap2p/sim/simtest"
 )
 
 // TestTopologyFile: the oracle reads $EFAP2P_TOPOLOGY, else the default

@@ -192,17 +192,18 @@ func (m *Machine) EFAAttrsOn(f *Function, host uint16) (EFA, error) {
 // read in Debian's linux-source-6.1 (6.1.192) and -6.12 (6.12.117); the
 // others by the patches that added them: DATA_POLLING_128 (February
 // 2023) and RDMA_WRITE (April 2023) in 6.4, UNSOLICITED_WRITE_RECV (May
-// 2024) in 6.10, CQ_WITH_EXT_MEM (July 2025) in 6.17. A release older
-// than 6.1 is taken as 6.1, the oldest read.
+// 2024) in 6.10, CQ_WITH_EXT_MEM (July 2025) in 6.17, each merged for
+// that release (so in its rc1). A release older than 6.1 is taken as 6.1,
+// the oldest read.
 var efaDriver = []struct {
 	since           p2p.Release
 	always, relayed uint32
 }{
 	{p2p.MustParseRelease("6.1"), KernelCapBits["CQ_WITH_SGID"],
 		KernelCapBits["RDMA_READ"] | KernelCapBits["RNR_RETRY"] | KernelCapBits["CQ_NOTIFICATIONS"]},
-	{p2p.MustParseRelease("6.4"), 0, KernelCapBits["DATA_POLLING_128"] | KernelCapBits["RDMA_WRITE"]},
-	{p2p.MustParseRelease("6.10"), 0, KernelCapBits["UNSOLICITED_WRITE_RECV"]},
-	{p2p.MustParseRelease("6.17"), KernelCapBits["CQ_WITH_EXT_MEM"], 0},
+	{p2p.MustParseRelease("6.4-rc1"), 0, KernelCapBits["DATA_POLLING_128"] | KernelCapBits["RDMA_WRITE"]},
+	{p2p.MustParseRelease("6.10-rc1"), 0, KernelCapBits["UNSOLICITED_WRITE_RECV"]},
+	{p2p.MustParseRelease("6.17-rc1"), KernelCapBits["CQ_WITH_EXT_MEM"], 0},
 }
 
 // DriverCaps returns the device_caps bits the efa driver of kernel release

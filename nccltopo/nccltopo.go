@@ -190,7 +190,7 @@ func Marshal(o *p2p.Oracle, src *p2p.Sysfs, opts Options) ([]byte, error) {
 		return nil, err
 	}
 	if len(nt.uncertain) > 0 && !opts.Force {
-		return nil, fmt.Errorf("%w (%d pairs, e.g. %s): config space is not readable", ErrUncertain, len(nt.uncertain), nt.uncertain[0])
+		return nil, fmt.Errorf("%w (%s, e.g. %s): their outcome rests on what this user cannot read (PCI config space past 64 bytes needs root)", ErrUncertain, pairCount(len(nt.uncertain)), nt.uncertain[0])
 	}
 	cpu, cpuErr := o.Topology().CPU()
 	for i, e := range nt.gpus {
@@ -648,12 +648,12 @@ func (nt *ncclTopo) header() ([]string, error) {
 		var s string
 		switch {
 		case lvl == "PXB":
-			s = fmt.Sprintf("At the default level (PXB) NCCL uses it on %d pairs with true P2P", len(ok))
+			s = fmt.Sprintf("At the default level (PXB) NCCL uses it on %s with true P2P", pairCount(len(ok)))
 		case len(ok)+len(bad) == 0:
 			para(4, "NCCL_NET_GDR_LEVEL="+lvl+" adds no pair.")
 			continue
 		default:
-			s = fmt.Sprintf("NCCL_NET_GDR_LEVEL=%s adds %d pairs the oracle allows through host bridges", lvl, len(ok))
+			s = fmt.Sprintf("NCCL_NET_GDR_LEVEL=%s adds %s the oracle allows through host bridges", lvl, pairCount(len(ok)))
 		}
 		if len(ok) > 0 {
 			s += " (" + examples(ok) + ")"
@@ -661,7 +661,7 @@ func (nt *ncclTopo) header() ([]string, error) {
 		if len(bad) == 0 {
 			s += ", and no pair the oracle refuses or bounces."
 		} else {
-			s += fmt.Sprintf(", and %d pairs the oracle refuses or bounces, where NCCL would try GPUDirect RDMA and fail or go through system memory (%s).", len(bad), examples(bad))
+			s += fmt.Sprintf(", and %s the oracle refuses or bounces, where NCCL would try GPUDirect RDMA and fail or go through system memory (%s).", pairCount(len(bad)), examples(bad))
 		}
 		para(4, s)
 	}
@@ -738,4 +738,12 @@ func addrList(as []p2p.Addr) string {
 		s[i] = a.String()
 	}
 	return strings.Join(s, ", ")
+}
+
+// pairCount says "1 pair", "4 pairs".
+func pairCount(n int) string {
+	if n == 1 {
+		return "1 pair"
+	}
+	return fmt.Sprintf("%d pairs", n)
 }

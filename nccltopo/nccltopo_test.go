@@ -404,10 +404,20 @@ func TestNCCLTopologyP5(t *testing.T) {
 
 // TestNCCLTopologyP4d: p4d.24xlarge has no switch in the VM: every GPU and
 // EFA sits directly under the CPU of its NUMA node; the kernel refuses
-// every pair but NVIDIA's exporter allows it, so gdr is 1, and the header
-// says that only NCCL_NET_GDR_LEVEL=PHB (or SYS) lets NCCL use it.
+// every pair but NVIDIA's exporter allows it, so with a kernel whose
+// in-tree EFA driver registers dma-bufs (5.16 and later) gdr is 1, and the
+// header says that only NCCL_NET_GDR_LEVEL=PHB (or SYS) lets NCCL use it.
+// Under the model's own kernel (5.10, in-tree driver) the NICs cannot
+// register dma-buf memory at all: every gdr is 0.
 func TestNCCLTopologyP4d(t *testing.T) {
 	m, dir := writeTree(t, "p4d.24xlarge")
+	own := parseNCCL(t, marshalTree(t, m, dir, Options{}))
+	for _, n := range own.net {
+		if n.attr("gdr") != "0" {
+			t.Errorf("kernel %s: NIC %s gdr %s; the in-tree EFA driver registers dma-bufs from 5.16", m.KernelRelease(), n.attr("name"), n.attr("gdr"))
+		}
+	}
+	m.Kernel = p2p.MustParseRelease("6.8.0-1015-aws")
 	data := marshalTree(t, m, dir, Options{})
 	pt := parseNCCL(t, data)
 	for _, bus := range []string{"10", "20", "90", "a0"} {

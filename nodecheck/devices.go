@@ -113,7 +113,7 @@ func (c *checker) deviceFindings() {
 			c.nicBlocked[n.Addr] = append(c.nicBlocked[n.Addr], CodeEFARDMADeviceMissing)
 		case n.Uverbs == "":
 			noRDMA = append(noRDMA, n.Addr)
-			rdmaWhy = append(rdmaWhy, n.Addr.String()+" ("+n.IBDev+" has no uverbs device)")
+			rdmaWhy = append(rdmaWhy, n.IBDev+" ("+n.Addr.String()+", no uverbs device)")
 			c.nicBlocked[n.Addr] = append(c.nicBlocked[n.Addr], CodeEFARDMADeviceMissing)
 		}
 	}
@@ -212,7 +212,7 @@ func (c *checker) portFindings() {
 			continue
 		}
 		down = append(down, n.Addr)
-		why = append(why, fmt.Sprintf("%s %s (%s)", n.Addr, n.IBDev, strings.Join(states, ", ")))
+		why = append(why, fmt.Sprintf("%s (%s; %s)", n.IBDev, n.Addr, strings.Join(states, ", ")))
 		c.nicBlocked[n.Addr] = append(c.nicBlocked[n.Addr], CodeEFAPortDown)
 	}
 	if len(down) == 0 {
@@ -264,6 +264,6 @@ func (c *checker) userspaceFindings() {
 	}
 	sort.Strings(idList)
 	c.add(Finding{Code: CodeEFAUnclaimed, Severity: SeverityError, Subjects: missing,
-		Message: fmt.Sprintf("%d of %d EFA devices are not listed by libibverbs (its EFA provider does not claim PCI ID %s): %s", len(missing), len(c.r.NICs), strings.Join(idList, ", "), addrList(missing)),
+		Message: fmt.Sprintf("%d of %s are not listed by libibverbs (its EFA provider does not claim PCI ID %s): %s", len(missing), count(len(c.r.NICs), "EFA device"), strings.Join(idList, ", "), c.nicList(missing)),
 		Fix:     "Install an rdma-core whose libefa claims the device (the AWS EFA installer's; Debian 12's rdma-core 44 claims 1d0f:efa0..efa2 only); `ibv_devices` then lists every EFA device."})
 }

@@ -101,11 +101,12 @@ func (c *checker) compare() {
 	for _, n := range c.r.NICs {
 		haveNIC[n.Addr] = true
 	}
-	if c.countFinding("accelerators", m.Name, l.accels, haveAcc, CodeAccelsMissing, CodeAccelsUnexpected,
+	e.MatchingAccelerators, e.MatchingEFADevices = matching(l.accels, haveAcc), matching(l.efas, haveNIC)
+	if c.countFinding("accelerator", m.Name, l.accels, haveAcc, CodeAccelsMissing, CodeAccelsUnexpected,
 		"An accelerator the instance type has is not visible: `dmesg` shows whether it fell off the bus (NVIDIA Xid 79); stop and start the instance to move to healthy hardware.") {
 		e.Match, e.DevicesMatch = false, false
 	}
-	if c.countFinding("EFA devices", m.Name, l.efas, haveNIC, CodeEFAMissing, CodeEFAUnexpected,
+	if c.countFinding("EFA device", m.Name, l.efas, haveNIC, CodeEFAMissing, CodeEFAUnexpected,
 		"Launch the instance with one EFA network interface per network card (InterfaceType efa or efa-only in the launch template); a device that is attached but not listed needs the instance stopped and started.") {
 		e.Match, e.DevicesMatch = false, false
 	}
@@ -132,7 +133,7 @@ func (c *checker) compare() {
 			case !haveNIC[nic]:
 				why = append(why, nic.String()+" not present")
 			case p != nil:
-				why = append(why, fmt.Sprintf("%s %s (%s)", nic, p.DMABuf.Outcome, p.Path))
+				why = append(why, fmt.Sprintf("%s %s (%s)", c.nicList([]p2p.Addr{nic}), p.DMABuf.Outcome, p.Path))
 			}
 		}
 		if len(want.Missing) > 0 {
@@ -147,15 +148,30 @@ func (c *checker) compare() {
 			name = a.Name + " " + acc.String()
 		}
 		c.add(Finding{Code: CodeLocalP2PMissing, Severity: SeverityError, Subjects: append([]p2p.Addr{acc}, want.Missing...),
-			Message: fmt.Sprintf("%s: expected true P2P with its %d %s EFA NICs for %s, has it with %d: %s",
-				name, len(want.NICs), localWord(want.Path), m.Name, len(want.NICs)-len(want.Missing), strings.Join(why, ", ")),
+			Message: fmt.Sprintf("%s: expected true P2P with %s for %s, has it with %d: %s",
+				name, its(len(want.NICs), localWord(want.Path)+" EFA NIC"), m.Name, len(want.NICs)-len(want.Missing), strings.Join(why, ", ")),
 			Fix: "The machine differs from the instance type's layout: a NIC that is not present needs its EFA interface attached (one per network card) or the instance stopped and started; `efap2p explain ACCELERATOR NIC` says why a present one is not P2P."})
 	}
 }
 
-// countFinding compares one kind of device with the model and reports
-// what is missing (error) and unexpected (warning). It returns whether
-// anything differs.
+// matching counts the model's addresses that the node has a device at.
+func matching(want []p2p.Addr, have map[p2p.Addr]bool) int {
+	n := 0
+	for _, a := range want {
+		if have[a] {
+			n++
+		}
+	}
+	return n
+}
+
+// countFinding compares one kind of device (what, singular) with the
+// model and reports what is missing (error) and unexpected (warning). Where
+// every device the node has is at one of the model's addresses, the
+// missing ones are the difference in count ("expected 32 EFA devices for
+// p5.48xlarge, found 30: A, B missing"); where some are elsewhere, the
+// count alone would contradict the list, so the message says where. It
+// returns whether anything differs.
 func (c *checker) countFinding(what, model string, want []p2p.Addr, have map[p2p.Addr]bool, missingCode, extraCode, fix string) bool {
 	wanted := map[p2p.Addr]bool{}
 	var missing, extra []p2p.Addr
@@ -171,14 +187,18 @@ func (c *checker) countFinding(what, model string, want []p2p.Addr, have map[p2p
 		}
 	}
 	sort.Slice(extra, func(i, j int) bool { return extra[i].Less(extra[j]) })
+	plural := what + "s"
 	if len(missing) > 0 {
-		c.add(Finding{Code: missingCode, Severity: SeverityError, Subjects: missing,
-			Message: fmt.Sprintf("expected %d %s for %s, found %d: %s missing", len(want), what, model, len(have), addrList(missing)),
-			Fix:     fix})
+		msg := fmt.Sprintf("expected %d %s for %s, found %d: %s missing", len(want), plural, model, len(have), addrList(missing))
+		if len(extra) > 0 {
+			msg = fmt.Sprintf("expected %d %s for %s at its addresses, found %d there (and %d at other addresses): %s missing",
+				len(want), plural, model, len(want)-len(missing), len(extra), addrList(missing))
+		}
+		c.add(Finding{Code: missingCode, Severity: SeverityError, Subjects: missing, Message: msg, Fix: fix})
 	}
 	if len(extra) > 0 {
 		c.add(Finding{Code: extraCode, Severity: SeverityWarning, Subjects: extra,
-			Message: fmt.Sprintf("expected %d %s for %s, found %d: %s not in the model", len(want), what, model, len(have), addrList(extra)),
+			Message: fmt.Sprintf("%s at addresses the model of %s does not have: %s", count(len(extra), what), model, addrList(extra)),
 			Fix:     "The machine is not laid out as the model says: check the instance type (DMI product_name), or compare with the right model (--expect MODEL)."})
 	}
 	return len(missing) > 0 || len(extra) > 0

@@ -40,6 +40,16 @@ func prom(t *testing.T, r *nodecheck.Report) []byte {
 	return b.Bytes()
 }
 
+// promAll is the textfile with every pair's series.
+func promAll(t *testing.T, r *nodecheck.Report) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := r.WritePrometheusWith(&b, time.Unix(1700000000, 0), nodecheck.PromOptions{AllPairs: true}); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
 func labels(m *dto.Metric) map[string]string {
 	out := map[string]string{}
 	for _, l := range m.GetLabel() {
@@ -50,8 +60,8 @@ func labels(m *dto.Metric) map[string]string {
 
 // TestPrometheusConventions: the status is a plain value, what identifies
 // the node is on efap2p_check_info, and the pair series carry identity
-// labels only: an outcome that changes changes values, never the set of
-// series.
+// labels only: with every pair written (AllPairs), an outcome that changes
+// changes values, never the set of series.
 func TestPrometheusConventions(t *testing.T) {
 	m := builtin(t, "p5.48xlarge")
 	healthy := run(t, write(t, m, models.WriteOptions{}), "", nodecheck.Options{})
@@ -90,7 +100,7 @@ func TestPrometheusConventions(t *testing.T) {
 		}
 		return out
 	}
-	before, after := series(fams), series(parseProm(t, prom(t, down)))
+	before, after := series(parseProm(t, promAll(t, healthy))), series(parseProm(t, promAll(t, down)))
 	if len(before) != len(after) {
 		t.Fatalf("%d series healthy, %d with a port down: a changed outcome started or ended series", len(before), len(after))
 	}
@@ -116,6 +126,77 @@ func TestPrometheusConventions(t *testing.T) {
 	}
 	if cf["efap2p_check_dmabuf_supported"] != nil {
 		t.Error("cpu-node: efap2p_check_dmabuf_supported reported, though nothing judged it")
+	}
+}
+
+// TestPrometheusDefault: the default textfile holds what an operator
+// alerts on: per-accelerator and per-NIC gauges, the counts, and the
+// series of the pairs that are not OK only (a healthy p5.48xlarge has
+// none, and the file is a twentieth of every pair's); a NIC whose port is
+// down brings its pairs in, and the shipped alert's expression
+// (efap2p.rules.yml) finds the local ones.
+func TestPrometheusDefault(t *testing.T) {
+	m := builtin(t, "p5.48xlarge")
+	healthy := run(t, write(t, m, models.WriteOptions{}), "", nodecheck.Options{})
+	m.Function(p2p.MustParseAddr("0000:50:00.0")).EFA.PortState = "DOWN"
+	down := run(t, write(t, m, models.WriteOptions{}), "", nodecheck.Options{})
+	value := func(f *dto.MetricFamily, want map[string]string) (float64, bool) {
+		for _, mt := range f.GetMetric() {
+			l, ok := labels(mt), true
+			for k, v := range want {
+				ok = ok && l[k] == v
+			}
+			if ok {
+				return mt.GetGauge().GetValue(), true
+			}
+		}
+		return 0, false
+	}
+	data, all := prom(t, healthy), promAll(t, healthy)
+	if len(data) > 16<<10 || len(data)*10 > len(all) {
+		t.Errorf("healthy p5.48xlarge: textfile of %d bytes, %d with every pair", len(data), len(all))
+	}
+	fams := parseProm(t, data)
+	for name := range fams {
+		if strings.HasPrefix(name, "efap2p_check_pair_") {
+			t.Errorf("healthy p5.48xlarge: %s written, though every pair is OK", name)
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"efap2p_check_pairs", nil, 256}, {"efap2p_check_pairs_p2p", nil, 256}, {"efap2p_check_pairs_uncertain", nil, 0},
+		{"efap2p_check_accelerator_local_nics", map[string]string{"accelerator_name": "GPU0", "accelerator": "0000:53:00.0"}, 4},
+		{"efap2p_check_accelerator_local_p2p_nics", map[string]string{"accelerator_name": "GPU7"}, 4},
+		{"efap2p_check_accelerator_p2p_nics", map[string]string{"accelerator_name": "GPU3"}, 32},
+		{"efap2p_check_efa_p2p_accelerators", map[string]string{"nic": "0000:4f:00.0", "ibdev": "rdmap79s0"}, 8},
+	} {
+		if got, ok := value(fams[c.name], c.labels); !ok || got != c.want {
+			t.Errorf("healthy: %s%v = %v (found %v), want %v", c.name, c.labels, got, ok, c.want)
+		}
+	}
+	fams = parseProm(t, prom(t, down))
+	pairs := fams["efap2p_check_pair_p2p"].GetMetric()
+	local := 0
+	for _, mt := range pairs {
+		l := labels(mt)
+		if l["nic"] != "0000:50:00.0" || mt.GetGauge().GetValue() != 0 {
+			t.Errorf("port down: pair series %v = %v, want only 0000:50:00.0's pairs, at 0", l, mt.GetGauge().GetValue())
+		}
+		if v, ok := value(fams["efap2p_check_pair_local"], map[string]string{"accelerator": l["accelerator"], "nic": l["nic"]}); ok && v == 1 {
+			local++
+		}
+	}
+	if len(pairs) != 8 || local != 1 {
+		t.Errorf("port down: %d pair series (want 8), %d of them local (want 1)", len(pairs), local)
+	}
+	if got, _ := value(fams["efap2p_check_accelerator_local_p2p_nics"], map[string]string{"accelerator_name": "GPU0"}); got != 3 {
+		t.Errorf("port down: GPU0 has %v local P2P NICs, want 3", got)
+	}
+	if got, _ := value(fams["efap2p_check_efa_p2p_accelerators"], map[string]string{"nic": "0000:50:00.0"}); got != 0 {
+		t.Errorf("port down: 0000:50:00.0 reaches %v accelerators, want 0", got)
 	}
 }
 

@@ -25,8 +25,8 @@ var pathModules = []string{"ib_core", "ib_uverbs", "efa", "efa_nv_peermem", "nvi
 // by the accelerator driver whose memory each registers (amzn-drivers
 // kernel/linux/efa: efa_nvmem_impl.h, efa_neuronmem.c).
 var providersFor = map[string][]string{
-	"nvidia": {"NVIDIA", "NVIDIA peermem"},
-	"neuron": {"NEURON"},
+	"nvidia":        {"NVIDIA", "NVIDIA peermem"},
+	"neuron-driver": {"NEURON"}, // the PCI driver of aws-neuron-driver's module, neuron
 }
 
 // readDMI reads the DMI identity of the tree.

@@ -144,6 +144,7 @@ func Run(opt Options) (*Report, error) {
 		return nil, err
 	}
 	c.accelFindings()
+	c.peerMemoryNote()
 	c.compare()
 	c.uncertainty()
 	c.finish()
@@ -210,10 +211,22 @@ func (c *checker) summary() string {
 			uniform = false
 		}
 	}
+	nics := "its local EFA NICs"
 	if uniform {
-		return fmt.Sprintf("%d %s, each with true P2P to its %s%s", len(r.Accelerators), kind, count(n, localWord(path)+" EFA NIC"), where)
+		nics = its(n, localWord(path)+" EFA NIC")
 	}
-	return fmt.Sprintf("%d %s, each with true P2P to its local EFA NICs%s", len(r.Accelerators), kind, where)
+	if len(r.Accelerators) == 1 {
+		return fmt.Sprintf("1 %s, with true P2P to %s%s", strings.TrimSuffix(kind, "s"), nics, where)
+	}
+	return fmt.Sprintf("%d %s, each with true P2P to %s%s", len(r.Accelerators), kind, nics, where)
+}
+
+// its says "its nearest EFA NIC", "its 4 switch-local EFA NICs".
+func its(n int, what string) string {
+	if n == 1 {
+		return "its " + what
+	}
+	return "its " + count(n, what)
 }
 
 // count says "1 NIC", "4 NICs".
@@ -239,6 +252,25 @@ func (c *checker) nicAddrs() []p2p.Addr {
 		out[i] = n.Addr
 	}
 	return out
+}
+
+// nicList names EFA NICs as NCCL and fi_info do, by their RDMA devices,
+// each with its PCI address beside it: "rdmap79s0 (0000:4f:00.0)"; the
+// address alone for a NIC without an RDMA device (or not on the node).
+func (c *checker) nicList(as []p2p.Addr) string {
+	s := make([]string, len(as))
+	for i, a := range as {
+		s[i] = nicName(c.nicIndex[a], a, a.String())
+	}
+	return strings.Join(s, ", ")
+}
+
+// nicName is "rdmap79s0 (ADDR)" for a NIC with an RDMA device, else ADDR.
+func nicName(n *NIC, a p2p.Addr, addr string) string {
+	if n == nil || n.IBDev == "" {
+		return addr
+	}
+	return n.IBDev + " (" + addr + ")"
 }
 
 // accList names accelerators "GPU0 0000:53:00.0".

@@ -213,7 +213,7 @@ func TestDegraded(t *testing.T) {
 				return file
 			},
 			code:    "p2p-refused",
-			message: "GPU0 0000:53:00.0: P2P DMA is refused with 1 of its 4 switch-local EFA NICs: 0000:4f:00.0",
+			message: "GPU0 0000:53:00.0: P2P DMA refused with 1 of its 4 switch-local EFA NICs: rdmap79s0 (0000:4f:00.0)",
 			fix:     []string{"firmware refuses DMA to peers", "stop and start the instance", "efap2p explain 0000:53:00.0 0000:4f:00.0"},
 		},
 		{
@@ -250,7 +250,7 @@ func TestDegraded(t *testing.T) {
 				return m
 			},
 			code:    "efa-port-down",
-			message: "1 EFA device without an active port: 0000:50:00.0 rdmap80s0 (port 1 DOWN)",
+			message: "1 EFA device without an active port: rdmap80s0 (0000:50:00.0; port 1 DOWN)",
 			fix:     []string{"ibv_devinfo"},
 		},
 		{
@@ -535,7 +535,7 @@ func TestRefusedAndBounced(t *testing.T) {
 	if r.Status != nodecheck.StatusDegraded || ref == nil || bounce == nil {
 		t.Fatalf("status %s findings %v; want p2p-refused and p2p-bounced", r.Status, codes(r))
 	}
-	if !strings.HasPrefix(ref.Message, "GPU0 0000:03:00.0: P2P DMA is refused with 2 of its 2 switch-local EFA NICs") || ref.Reason == "" || !strings.Contains(ref.Fix, "pci=disable_acs_redir=02:00.0;02:01.0") {
+	if !strings.HasPrefix(ref.Message, "GPU0 0000:03:00.0: P2P DMA refused with 2 of its 2 switch-local EFA NICs: rdmap4s0 (0000:04:00.0), rdmap5s0 (0000:05:00.0)") || ref.Reason == "" || !strings.Contains(ref.Fix, "pci=disable_acs_redir=02:00.0;02:01.0") {
 		t.Errorf("p2p-refused: %+v", ref)
 	}
 	if bounce.Severity != nodecheck.SeverityWarning || !strings.Contains(bounce.Message, "bounces") {
@@ -550,7 +550,7 @@ func TestExpectOption(t *testing.T) {
 		t.Fatalf("expected %+v", r.Expected)
 	}
 	f := finding(r, "efa-devices-missing")
-	if f == nil || !strings.HasPrefix(f.Message, "expected 32 EFA devices for p5.48xlarge, found 4: 0000:4f:00.0, ") {
+	if f == nil || !strings.HasPrefix(f.Message, "expected 32 EFA devices for p5.48xlarge at its addresses, found 0 there (and 4 at other addresses): 0000:4f:00.0, ") {
 		t.Errorf("efa-devices-missing: %+v", f)
 	}
 	if f := finding(r, "efa-devices-unexpected"); f == nil || f.Severity != nodecheck.SeverityWarning {

@@ -32,7 +32,7 @@ func (c *checker) buildPairs() error {
 			blocked := append(append([]string{}, c.nicBlocked[n.Addr]...), c.accBlocked[a.Addr]...)
 			dist := v.Distance
 			p.DMABuf = PathAnswer{MapType: v.MapType.String(), Distance: &dist, Rule: v.Rule.String(), Policy: v.Policy.String(),
-				Source: v.Source.String(), Certain: v.Certain, Reason: v.Reason, Hint: v.Hint, Outcome: v.Outcome.String()}
+				Source: v.Source.String(), Certain: v.Certain, Assumed: !v.Exact, Reason: v.Reason, Hint: v.Hint, Outcome: v.Outcome.String()}
 			dmBlocked := blocked
 			if !h.DMABuf.Supported {
 				dmBlocked = append(dmBlocked, CodeKernelDMABuf)
@@ -61,9 +61,16 @@ func (c *checker) buildPairs() error {
 	return nil
 }
 
-// decide sets the pair's P2P and Certain from its paths.
+// decide sets the pair's P2P, Via and Certain from its paths.
 func (c *checker) decide(p *Pair, v *p2p.Verdict) {
 	pm := p.PeerMemory
+	p.Via = 0
+	if p.DMABuf.Outcome == p2p.OutcomeP2P.String() {
+		p.Via |= p2p.RegDmabuf
+	}
+	if pm != nil && pm.Outcome == p2p.OutcomeP2P.String() {
+		p.Via |= p2p.RegPeerMem
+	}
 	switch {
 	case p.DMABuf.Outcome == p2p.OutcomeP2P.String():
 		p.P2P, p.Certain = true, v.Certain
@@ -143,12 +150,12 @@ func (c *checker) accelFindings() {
 		word := localWord(best)
 		if len(refused) > 0 {
 			c.add(Finding{Code: CodeP2PRefused, Severity: SeverityError, Subjects: append([]p2p.Addr{a.Addr}, refused...),
-				Message: fmt.Sprintf("%s %s: P2P DMA is refused with %d of its %s: %s", a.Name, a.Addr, len(refused), count(len(a.LocalNICs), word+" EFA NIC"), addrList(refused)),
+				Message: fmt.Sprintf("%s %s: P2P DMA refused with %d of its %s: %s", a.Name, a.Addr, len(refused), count(len(a.LocalNICs), word+" EFA NIC"), c.nicList(refused)),
 				Reason:  firstRefused.Reason, Fix: c.fixFor(firstRefused)})
 		}
 		if len(bounced) > 0 {
 			c.add(Finding{Code: CodeP2PBounced, Severity: SeverityWarning, Subjects: append([]p2p.Addr{a.Addr}, bounced...),
-				Message: fmt.Sprintf("%s %s: registration works with %d of its %s, but the exporter bounces the DMA through system memory: %s", a.Name, a.Addr, len(bounced), count(len(a.LocalNICs), word+" EFA NIC"), addrList(bounced)),
+				Message: fmt.Sprintf("%s %s: registration works with %d of its %s, but the exporter bounces the DMA through system memory: %s", a.Name, a.Addr, len(bounced), count(len(a.LocalNICs), word+" EFA NIC"), c.nicList(bounced)),
 				Reason:  firstBounced.Reason,
 				Fix:     c.fixFor(firstBounced) + " amdgpu keeps the memory in VRAM only for peers the kernel allows."})
 		}
@@ -156,8 +163,44 @@ func (c *checker) accelFindings() {
 	if len(remoteRefused) > 0 {
 		v := c.verdicts[remoteRefused[0]]
 		c.note("%s beyond the accelerators' local NICs refused (e.g. %s with %s: %s); NCCL uses GPUDirect RDMA only for paths up to NCCL_NET_GDR_LEVEL (PXB by default).",
-			count(len(remoteRefused), "pair"), remoteRefused[0].acc, remoteRefused[0].nic, firstSentence(v.Reason))
+			count(len(remoteRefused), "pair"), c.accList([]p2p.Addr{remoteRefused[0].acc}), c.nicList([]p2p.Addr{remoteRefused[0].nic}), firstSentence(v.Reason))
 	}
+}
+
+// peerMemoryNote says where true P2P comes by the EFA driver's peer
+// memory alone because the dma-buf path refuses or bounces the pairs: a
+// program that registers accelerator memory by dma-buf only gets no
+// GPUDirect RDMA there, although the check finds nothing in the way.
+func (c *checker) peerMemoryNote() {
+	var accs []p2p.Addr
+	var first *Pair
+	for i := range c.r.Accelerators {
+		a := &c.r.Accelerators[i]
+		only := false
+		for _, n := range a.LocalP2P {
+			p := c.pairs[pairKey{a.Addr, n}]
+			if p.Via != p2p.RegPeerMem || p.DMABuf.Outcome == OutcomeUnavailable {
+				only = false
+				break
+			}
+			only = true
+			if first == nil {
+				first = p
+			}
+		}
+		if only {
+			accs = append(accs, a.Addr)
+		}
+	}
+	if len(accs) == 0 {
+		return
+	}
+	acc, nic := c.accIndex[first.Accelerator].Name, first.NIC.String()
+	if n := c.nicIndex[first.NIC]; n != nil && n.IBDev != "" {
+		nic = n.IBDev
+	}
+	c.note("%s %s true P2P with %s nearest EFA NICs by the EFA driver's peer memory only (ibv_reg_mr on the accelerator's memory): dma-buf registration (ibv_reg_dmabuf_mr) is %s with them, so a program that registers accelerator memory by dma-buf only gets no GPUDirect RDMA there; `efap2p explain %s %s` says why.",
+		c.accList(accs), verb(len(accs), "gets", "get"), verb(len(accs), "its", "their"), first.DMABuf.Outcome, acc, nic)
 }
 
 // fixFor says what to do about a refused or bounced pair.

@@ -65,7 +65,7 @@ func (c *checker) pathFindings() {
 		if contains(wanting, "nvidia") {
 			fix += "for NVIDIA GPUs, the nvidia module and then efa_nv_peermem (`modprobe efa_nv_peermem`, package efa-nv-peermem of the EFA installer; nvidia_peermem serves Mellanox OFED, not EFA). "
 		}
-		if contains(wanting, "neuron") {
+		if contains(wanting, "neuron-driver") {
 			fix += "for Neuron devices, the neuron module (aws-neuronx-dkms). "
 		}
 		fix += "The p2p attribute of each EFA NIC's PCI function then names the provider."

@@ -10,16 +10,39 @@ import (
 	"time"
 )
 
+// PromOptions tune WritePrometheusWith.
+type PromOptions struct {
+	// AllPairs writes the pair series of every (accelerator, EFA NIC)
+	// pair: 6 gauges a pair, 1536 series on a p5.48xlarge. Without it,
+	// only the pairs that are not OK (no true P2P, or an uncertain answer)
+	// have pair series; the per-accelerator and per-NIC gauges and the
+	// counts say the rest.
+	AllPairs bool
+}
+
 // WritePrometheus writes the report in the Prometheus text exposition
-// format, as node_exporter's textfile collector reads it (a *.prom file).
-// The status is a plain value (Status.Value); what identifies the node
-// (version, kernel, instance type) is on efap2p_check_info; the pair
-// series carry identity labels only (the accelerator and the NIC), one
-// gauge per fact, so that an outcome that changes changes a value, never
-// starts a new series. Every label value is valid UTF-8 whatever sysfs or
-// DMI holds. now stamps the run (efap2p_check_timestamp_seconds); the zero
-// time leaves that gauge out.
+// format, as node_exporter's textfile collector reads it (a *.prom file):
+// what an operator alerts on (WritePrometheusWith with the zero
+// PromOptions).
 func (r *Report) WritePrometheus(w io.Writer, now time.Time) error {
+	return r.WritePrometheusWith(w, now, PromOptions{})
+}
+
+// pairOK reports a pair that needs no series of its own: true P2P, for
+// certain.
+func pairOK(p *Pair) bool { return p.P2P && p.Certain }
+
+// WritePrometheusWith writes the report as WritePrometheus does, tuned by
+// opt. The status is a plain value (Status.Value); what identifies the
+// node (version, kernel, instance type) is on efap2p_check_info; every
+// accelerator and every EFA NIC has its gauges (its P2P NICs or
+// accelerators, by count), the pairs are counted, and the pairs that are
+// not OK (all of them with PromOptions.AllPairs) have series that carry
+// identity labels only (the accelerator and the NIC), one gauge per fact.
+// Every label value is valid UTF-8 whatever sysfs or DMI holds. now stamps
+// the run (efap2p_check_timestamp_seconds); the zero time leaves that
+// gauge out.
+func (r *Report) WritePrometheusWith(w io.Writer, now time.Time, opt PromOptions) error {
 	var b strings.Builder
 	gauge := func(name, help string) {
 		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name)
@@ -86,6 +109,52 @@ func (r *Report) WritePrometheus(w io.Writer, now time.Time) error {
 			}
 		}
 	}
+	if len(r.Accelerators) > 0 && len(r.NICs) > 0 {
+		accLabels := func(a *Accelerator) [][2]string {
+			return [][2]string{{"accelerator", a.Addr.String()}, {"accelerator_name", a.Name}}
+		}
+		for _, g := range []struct {
+			name, help string
+			value      func(a *Accelerator) int
+		}{
+			{"efap2p_check_accelerator_local_nics", "The accelerator's nearest EFA NICs (its PCIe switch's on p5.48xlarge).",
+				func(a *Accelerator) int { return len(a.LocalNICs) }},
+			{"efap2p_check_accelerator_local_p2p_nics", "Its nearest EFA NICs it gets true P2P DMA with (by dma-buf or peer memory); fewer than efap2p_check_accelerator_local_nics is a problem.",
+				func(a *Accelerator) int { return len(a.LocalP2P) }},
+			{"efap2p_check_accelerator_p2p_nics", "The EFA NICs it gets true P2P DMA with, near or not.",
+				func(a *Accelerator) int { return len(a.P2PNICs) }},
+		} {
+			gauge(g.name, g.help)
+			for i := range r.Accelerators {
+				sample(g.name, accLabels(&r.Accelerators[i]), float64(g.value(&r.Accelerators[i])))
+			}
+		}
+		gauge("efap2p_check_efa_p2p_accelerators", "The accelerators the EFA NIC gets true P2P DMA into.")
+		for i := range r.NICs {
+			n, k := &r.NICs[i], 0
+			for j := range r.Pairs {
+				if r.Pairs[j].NIC == n.Addr && r.Pairs[j].P2P {
+					k++
+				}
+			}
+			sample("efap2p_check_efa_p2p_accelerators", [][2]string{{"nic", n.Addr.String()}, {"ibdev", n.IBDev}}, float64(k))
+		}
+		p2pPairs, uncertain := 0, 0
+		for i := range r.Pairs {
+			if r.Pairs[i].P2P {
+				p2pPairs++
+			}
+			if !r.Pairs[i].Certain {
+				uncertain++
+			}
+		}
+		gauge("efap2p_check_pairs", "(accelerator, EFA NIC) pairs on the node.")
+		sample("efap2p_check_pairs", nil, float64(len(r.Pairs)))
+		gauge("efap2p_check_pairs_p2p", "Pairs with true P2P DMA (by dma-buf or peer memory).")
+		sample("efap2p_check_pairs_p2p", nil, float64(p2pPairs))
+		gauge("efap2p_check_pairs_uncertain", "Pairs whose answer rests on something the check could not read.")
+		sample("efap2p_check_pairs_uncertain", nil, float64(uncertain))
+	}
 	if len(r.Pairs) > 0 {
 		names := map[string]string{}
 		for _, a := range r.Accelerators {
@@ -132,6 +201,9 @@ func (r *Report) WritePrometheus(w io.Writer, now time.Time) error {
 		for _, s := range series {
 			header := false
 			for i := range r.Pairs {
+				if !opt.AllPairs && pairOK(&r.Pairs[i]) {
+					continue
+				}
 				v, ok := s.value(&r.Pairs[i])
 				if !ok {
 					continue

@@ -91,7 +91,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	kv("host", fmt.Sprintf("%s, kernel %s", host, h.Kernel))
 	if e := r.Expected; e != nil {
 		if e.DevicesMatch {
-			s := fmt.Sprintf("as expected for %s: %d accelerators, %d EFA devices", e.Model, e.FoundAccelerators, e.FoundEFADevices)
+			s := fmt.Sprintf("as expected for %s: %s, %s", e.Model, count(e.FoundAccelerators, "accelerator"), count(e.FoundEFADevices, "EFA device"))
 			missing := 0
 			for _, l := range e.LocalNICs {
 				missing += len(l.Missing)
@@ -101,10 +101,19 @@ func (r *Report) WriteText(w io.Writer) error {
 			}
 			kv("layout", s)
 		} else {
-			kv("layout", fmt.Sprintf("differs from %s: %d/%d accelerators, %d/%d EFA devices", e.Model, e.FoundAccelerators, e.Accelerators, e.FoundEFADevices, e.EFADevices))
+			// each kind: what the node has, and where the model differs
+			kind := func(found, model, matching int, what string) string {
+				s := count(found, what)
+				if found != model || matching != model {
+					s += fmt.Sprintf(" (the model has %d; %d at its addresses)", model, matching)
+				}
+				return s
+			}
+			kv("layout", fmt.Sprintf("differs from %s: %s, %s", e.Model, kind(e.FoundAccelerators, e.Accelerators, e.MatchingAccelerators, "accelerator"),
+				kind(e.FoundEFADevices, e.EFADevices, e.MatchingEFADevices, "EFA device")))
 		}
 	} else {
-		kv("layout", fmt.Sprintf("%d accelerators, %d EFA devices (no machine model compared)", len(r.Accelerators), len(r.NICs)))
+		kv("layout", fmt.Sprintf("%s, %s (no machine model compared)", count(len(r.Accelerators), "accelerator"), count(len(r.NICs), "EFA device")))
 	}
 	kv("EFA", efaLine(h))
 	kv("verdicts", verdictLine(r))
@@ -181,10 +190,13 @@ func efaLine(h *Host) string {
 }
 
 func verdictLine(r *Report) string {
-	n, uncertain := len(r.Pairs), 0
+	n, uncertain, assumed := len(r.Pairs), 0, 0
 	for _, p := range r.Pairs {
 		if !p.Certain {
 			uncertain++
+		}
+		if p.DMABuf.Assumed {
+			assumed++
 		}
 	}
 	var srcs []string
@@ -192,7 +204,7 @@ func verdictLine(r *Report) string {
 		srcs = append(srcs, fmt.Sprintf("%d %s", k, s))
 	}
 	sort.Strings(srcs)
-	s := fmt.Sprintf("%d pairs", n)
+	s := count(n, "pair")
 	if len(srcs) > 0 {
 		s += " (" + strings.Join(srcs, ", ") + ")"
 	}
@@ -203,13 +215,23 @@ func verdictLine(r *Report) string {
 	default:
 		s += fmt.Sprintf(", %d uncertain", uncertain)
 	}
+	if assumed > 0 {
+		// the outcome can be certain where the map type is a guess: a
+		// topology file records map types, so export needs them read
+		s += fmt.Sprintf("; %d with the map type assumed (what decides it is hidden without root: export needs root)", assumed)
+	}
 	if r.Host.TopologyFile != "" && r.Host.TopologyFileError == "" {
 		s += "; topology file " + r.Host.TopologyFile
 	}
 	return s
 }
 
-// accelLine: "GPU0 53:00.0 nvidia  P2P with 4/4 switch-local NICs: ...".
+// accelLine: "GPU0  53:00.0 nvidia  P2P with 4/4 switch-local NICs:
+// rdmap79s0 rdmap80s0 ...", saying "by peer memory only" where that is
+// the only registration path that gives it. The NICs are named by their
+// RDMA devices alone, so that eight GPUs with four NICs each fit one
+// screen of 100 columns; the findings and the JSON give their addresses
+// beside them, and 'efap2p topo' maps each to its address.
 func accelLine(r *Report, a *Accelerator) string {
 	drv := a.Driver
 	if drv == "" {
@@ -222,9 +244,12 @@ func accelLine(r *Report, a *Accelerator) string {
 		uncertain = " (uncertain)"
 	}
 	if len(a.LocalP2P) == 0 {
-		return fmt.Sprintf("%s no P2P%s with its %s: %s", head, uncertain, count(len(a.LocalNICs), word+" NIC"), shortList(a.LocalNICs))
+		return fmt.Sprintf("%s no P2P%s with %s: %s", head, uncertain, its(len(a.LocalNICs), word+" NIC"), r.shortNICs(a.LocalNICs))
 	}
-	s := fmt.Sprintf("%s P2P%s with %d/%d %s NICs: %s", head, uncertain, len(a.LocalP2P), len(a.LocalNICs), word, shortList(a.LocalP2P))
+	if peerMemoryOnly(r, a) {
+		uncertain += " by peer memory only"
+	}
+	s := fmt.Sprintf("%s P2P%s with %d/%d %s NICs: %s", head, uncertain, len(a.LocalP2P), len(a.LocalNICs), word, r.shortNICs(a.LocalP2P))
 	var without []p2p.Addr
 	for _, n := range a.LocalNICs {
 		if !containsAddr(a.LocalP2P, n) {
@@ -232,7 +257,7 @@ func accelLine(r *Report, a *Accelerator) string {
 		}
 	}
 	if len(without) > 0 {
-		s += "; not with " + shortList(without)
+		s += "; not with " + r.shortNICs(without)
 	}
 	if len(a.P2PNICs) != len(r.NICs) || len(r.Accelerators) == 1 {
 		s += fmt.Sprintf(" (%d/%d in all)", len(a.P2PNICs), len(r.NICs))
@@ -240,10 +265,34 @@ func accelLine(r *Report, a *Accelerator) string {
 	return s
 }
 
-func shortList(as []p2p.Addr) string {
+// peerMemoryOnly reports an accelerator whose true P2P with its local
+// NICs comes by the EFA driver's peer memory alone.
+func peerMemoryOnly(r *Report, a *Accelerator) bool {
+	n := 0
+	for i := range r.Pairs {
+		p := &r.Pairs[i]
+		if p.Accelerator != a.Addr || !p.Local || !p.P2P {
+			continue
+		}
+		if p.Via != p2p.RegPeerMem {
+			return false
+		}
+		n++
+	}
+	return n > 0
+}
+
+// shortNICs names NICs by their RDMA devices ("rdmap79s0 rdmap80s0"), a
+// NIC without one by its short address.
+func (r *Report) shortNICs(as []p2p.Addr) string {
 	s := make([]string, len(as))
 	for i, a := range as {
 		s[i] = a.Short()
+		for j := range r.NICs {
+			if r.NICs[j].Addr == a && r.NICs[j].IBDev != "" {
+				s[i] = r.NICs[j].IBDev
+			}
+		}
 	}
 	return strings.Join(s, " ")
 }

@@ -242,6 +242,10 @@ type Pair struct {
 	Path        p2p.PathClass `json:"path"`
 	Local       bool          `json:"local"`
 	P2P         bool          `json:"p2p"`
+	// Via lists the registration paths that give the pair true P2P
+	// ("dma-buf", "peer-memory"; empty without P2P), as p2p.Verdict.Via
+	// does where nothing on the node blocks a path.
+	Via p2p.Registration `json:"p2p_via"`
 	// Certain is false when the answer rests on something that could not
 	// be read (config space without root) or was not evaluated.
 	Certain bool `json:"certain"`
@@ -280,8 +284,13 @@ type PathAnswer struct {
 	Policy   string `json:"policy,omitempty"`
 	Source   string `json:"source,omitempty"`
 	Certain  bool   `json:"certain"`
-	Reason   string `json:"reason,omitempty"`
-	Hint     string `json:"hint,omitempty"`
+	// Assumed is set where the map type and distance are the kernel-safe
+	// branch, not the kernel's own (what decides them, such as ACS state
+	// without root, could not be read: p2p.Verdict.Exact is false); the
+	// outcome may be certain still. A topology file needs them exact.
+	Assumed bool   `json:"assumed,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Hint    string `json:"hint,omitempty"`
 	// Blocked lists the codes of the findings that make the path
 	// unavailable.
 	Blocked []string `json:"blocked,omitempty"`
@@ -295,9 +304,13 @@ type Expected struct {
 	Source       string `json:"source"`
 	Accelerators int    `json:"accelerators"`
 	EFADevices   int    `json:"efa_devices"`
-	// FoundAccelerators and FoundEFADevices count what the machine has.
-	FoundAccelerators int `json:"found_accelerators"`
-	FoundEFADevices   int `json:"found_efa_devices"`
+	// FoundAccelerators and FoundEFADevices count what the machine has;
+	// MatchingAccelerators and MatchingEFADevices how many of them are
+	// at the model's addresses.
+	FoundAccelerators    int `json:"found_accelerators"`
+	FoundEFADevices      int `json:"found_efa_devices"`
+	MatchingAccelerators int `json:"matching_accelerators"`
+	MatchingEFADevices   int `json:"matching_efa_devices"`
 	// LocalNICs lists, for each accelerator of the model, the EFA NICs it
 	// should have true P2P with (its local ones).
 	LocalNICs []ExpectedLocal `json:"local_nics"`

@@ -34,9 +34,11 @@
 // A Verdict carries the kernel's map type and distance (MapType,
 // Distance), the path class as NCCL and nvidia-smi name it (PathClass:
 // PIX, PXB, PHB, NODE, SYS), the Rule that decided, the functions whose
-// ACS redirect forced the host bridge, the exporter's Policy and its
-// Outcome (p2p, bounced through system memory, or refused), the
-// peer-memory path of the out-of-tree EFA driver (PeerMem), the kernel
+// ACS redirect forced the host bridge, the exporter's Policy and the
+// dma-buf path's Outcome (p2p, bounced through system memory, or
+// refused), the peer-memory path of the out-of-tree EFA driver (PeerMem),
+// and the pair's answer over both (Effective, and Via: the registration
+// paths that give true P2P; P2P when one does), the kernel
 // Release whose rules decided, where the verdict came from (VerdictSource:
 // an operator's or the boot-time TopologyFile, the ACPI HMAT, or
 // computed), and a reason a person can act on. What cannot be read (config

@@ -64,6 +64,31 @@ func Example() {
 	// 0000:ca:00.0 THRU_HOST_BRIDGE 8 SYS nvidia p2p true
 }
 
+// One answer over both ways of registering the GPU's memory. On a Grace
+// host whose chipset NVIDIA's driver flags, the GPU's dma-buf is refused
+// to the EFA NIC behind another host bridge (Outcome is the dma-buf
+// path's), while the out-of-tree EFA driver's peer-memory provider
+// registers it by address: the NIC gets true P2P, by peer memory only.
+func ExampleVerdict_Effective() {
+	root := writeTree("arm64-grace-peermem")
+	defer os.RemoveAll(root)
+
+	src, err := p2p.OpenSysfs(root)
+	if err != nil {
+		log.Fatal(err)
+	}
+	o := p2p.NewOracleWith(p2p.NewTopology(src), p2p.Options{Kernel: p2p.MustParseRelease("6.8.0-1021-nvidia-64k")})
+	v, err := o.Verdict(p2p.MustParseAddr("0000:01:00.0"), p2p.MustParseAddr("0001:01:00.0"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("dma-buf:", v.Outcome, "peer memory:", v.PeerMem.Outcome)
+	fmt.Println("the NIC gets:", v.Effective(), "via", v.Via())
+	// Output:
+	// dma-buf: refused peer memory: p2p
+	// the NIC gets: p2p via peer-memory
+}
+
 // A machine model held in memory is a Source too: no sysfs tree needed.
 func ExampleNewTopology() {
 	m, err := models.Builtin("p5.48xlarge")

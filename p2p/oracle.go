@@ -324,7 +324,10 @@ func (o *Oracle) compute(provider, client Addr, k uint64, narrow bool) (*Verdict
 func (o *Oracle) build(provider, client Addr, explain bool) (*Verdict, error) {
 	if o.file != nil {
 		if tp := o.file.pair(provider, client); tp != nil {
-			return o.file.verdict(tp, explain), nil
+			v := o.file.verdict(tp, explain)
+			v.Kernel = o.rules.Release
+			o.filePeerMem(v)
+			return v, nil
 		}
 	}
 	p, err := o.topo.Function(provider)
@@ -371,6 +374,7 @@ func (o *Oracle) build(provider, client Addr, explain bool) (*Verdict, error) {
 	}}
 	t.applyPolicy(o.rules, v, p, c)
 	t.settle(o.rules, v, p, c)
+	t.dmabufPath(o.rules, v, p, c)
 	t.peerMemPath(v, p, c)
 	if n, ok := o.fileBlocked(client); ok {
 		// Refused whatever the rule would have said.
@@ -385,6 +389,36 @@ func (o *Oracle) build(provider, client Addr, explain bool) (*Verdict, error) {
 		v.Note = firmwareNote
 	}
 	return v, nil
+}
+
+// filePeerMem completes a verdict the topology file gave, which records
+// what p2pdma and the exporter decide for the dma-buf path: whether the
+// NIC can register dma-bufs at all, and the peer-memory path, are read as
+// for a computed verdict (the kernel's release, the EFA driver's version
+// and the NIC's p2p attribute, which need no privilege), so that a pair
+// gets the same answer with the file and without it; and the NIC's note,
+// as a computed verdict has it.
+func (o *Oracle) filePeerMem(v *Verdict) {
+	p, err := o.topo.Function(v.Provider)
+	if err != nil {
+		return
+	}
+	c, err := o.topo.Function(v.Client)
+	if err != nil {
+		return
+	}
+	o.topo.dmabufPath(o.rules, v, p, c)
+	o.topo.peerMemPath(v, p, c)
+	if n, ok := o.fileBlocked(v.Client); ok {
+		if v.PeerMem.Outcome == OutcomeP2P {
+			v.PeerMem.Outcome = OutcomeRefused
+			if why := blockedReason(o.file.name, n); v.explain && !strings.Contains(v.Reason, why) {
+				v.addReason(why)
+			}
+		}
+	} else if cl, err := c.Class(); err == nil && cl>>16 == 0x02 && v.P2P() {
+		v.Note = firmwareNote
+	}
 }
 
 // firmwareNote is the Note of a NIC's verdict that allows P2P: what no

@@ -179,9 +179,10 @@ func xePolicy(ru *kernelRules, v *Verdict, c *Function) {
 }
 
 // vfioPolicy is vfio-pci's exporter rule for BAR dma-bufs
-// (vfio_pci_dmabuf.c): none before 6.19; then only for importers that can
-// let go of their mappings, which an RDMA NIC's pinned registration
-// cannot; a mapping goes through the kernel's p2pdma check.
+// (vfio_pci_dmabuf.c): none before 6.19; in 6.19-rc1 to rc7 for any
+// importer; from 6.19-rc8 only for importers that can let go of their
+// mappings, which an RDMA NIC's pinned registration cannot; a mapping
+// goes through the kernel's p2pdma check.
 func vfioPolicy(ru *kernelRules, v *Verdict, c *Function) {
 	switch {
 	case !ru.VFIODmabuf:
@@ -192,9 +193,19 @@ func vfioPolicy(ru *kernelRules, v *Verdict, c *Function) {
 	case v.Rule == RuleNoP2PDMA:
 		v.Outcome = OutcomeRefused
 		v.addReason("vfio-pci's dma-buf export needs PCI_P2PDMA (VFIO_PCI_DMABUF depends on it): this kernel has none.")
+	case pinsDmabuf(c) && !ru.VFIONoPinned:
+		if v.MapType.Supported() {
+			v.Outcome = OutcomeP2P
+			if v.explain {
+				v.reasonf("vfio-pci in Linux %s exports the BAR, lets an importer pin it as an RDMA NIC's dma-buf MR does, and maps it for a peer the kernel's p2pdma check allows; from 6.19-rc8 it refuses importers that pin (61ceaf236115).", ru.Release)
+			}
+		} else {
+			v.Outcome = OutcomeRefused
+			v.addReason("vfio-pci maps its BAR only for a peer the kernel's p2pdma check allows: refused.")
+		}
 	case pinsDmabuf(c) && !ru.VFIORevocable:
 		v.Outcome = OutcomeRefused
-		v.addReason("vfio-pci refuses an importer that pins its buffer (dma_buf_pin fails with EOPNOTSUPP, 61ceaf236115), as an RDMA NIC's dma-buf MR does: revoking the BAR (reset, close) could not take it back.")
+		v.addReason("vfio-pci refuses an importer that pins its buffer (dma_buf_pin fails with EOPNOTSUPP, 61ceaf236115, 6.19-rc8), as an RDMA NIC's dma-buf MR does: revoking the BAR (reset, close) could not take it back.")
 	case pinsDmabuf(c):
 		v.Outcome = OutcomeRefused
 		v.addReason("vfio-pci takes pinned importers only when they can revoke their mappings (dma_buf_attach_revocable, 0b45a66ffb1e); an RDMA NIC's pinned dma-buf MR (ib_umem_dmabuf_get_pinned) cannot, so attach fails with EOPNOTSUPP.")
@@ -315,10 +326,16 @@ func (t *Topology) scanFlagged(domain uint32) flaggedEntry {
 
 // driverVersion returns a module's version, read once per module.
 func (t *Topology) driverVersion(module string) ([3]int, bool) {
+	return modversion.Parse(t.moduleVersion(module))
+}
+
+// moduleVersion returns a module's version as the module gives it
+// ("2.17.3g"), "" when it has none; read once per module.
+func (t *Topology) moduleVersion(module string) string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if v, ok := t.versions[module]; ok {
-		return modversion.Parse(v)
+		return v
 	}
 	v := ""
 	if di, ok := t.ext.(driverInfo); ok {
@@ -328,7 +345,7 @@ func (t *Topology) driverVersion(module string) ([3]int, bool) {
 		t.versions = map[string]string{}
 	}
 	t.versions[module] = v
-	return modversion.Parse(v)
+	return v
 }
 
 // nvidiaOverride returns NVreg_GrdmaPciTopoCheckOverride, read once.

@@ -5,6 +5,7 @@ package p2p
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -12,15 +13,21 @@ import (
 )
 
 // Release is a Linux kernel release whose p2pdma rules decide a verdict: a
-// mainline or stable release ("6.1.0-28-amd64" is 6.1.0), a kernel built
-// from the PCI maintainer's tree or linux-next ("7.4.0-rc1-next-20261002"),
+// mainline or stable release ("6.1.0-28-amd64" is 6.1.0), a release
+// candidate ("6.19.0-rc5", before 6.19.0), a kernel built from the PCI
+// maintainer's tree or linux-next ("7.4.0-rc1-next-20261002"),
 // the newest rules known ("latest"), or the newest rules plus Leon
 // Romanovsky's ACPI HMAT P2P series ("p2p-hmat"). The zero value is not a
 // release (IsZero): callers take it as "the running kernel's".
 type Release struct {
 	Major, Minor, Patch int
+	// RC is the release candidate's number: 5 for "6.19.0-rc5", which
+	// comes before 6.19.0 (and after 6.19.0-rc4); 0 for a release. A
+	// change merged for 6.19 is in 6.19.0-rc1 and later: the rules name
+	// the rc they came with (rules.go).
+	RC int
 	// Extra is what followed the numbers ("-28-amd64", "-rc3"); kept for
-	// String, ignored by comparisons.
+	// String, ignored by comparisons but for the rc it names.
 	Extra string
 	// next marks a kernel from the PCI tree or linux-next: it has the
 	// entries queued for the release after Major.Minor.
@@ -89,11 +96,30 @@ func ParseRelease(s string) (Release, error) {
 		return Release{}, fmt.Errorf("%w: %q: too long", ErrBadRelease, s)
 	}
 	r.Extra = rest
+	r.RC = rcOf(rest)
 	// linux-next names itself "-next-YYYYMMDD"; a PCI tree build carries
 	// the maintainer's branch in the local version, which uname cannot
 	// tell from any other: only "-next" is recognised.
 	r.next = strings.Contains(rest, "-next")
 	return r, nil
+}
+
+// rcOf reads the release candidate a release's extra names: 5 for "-rc5"
+// and "-rc5-next-20260110", 0 for anything else ("-28-amd64", "-rcx").
+func rcOf(extra string) int {
+	rest, ok := strings.CutPrefix(extra, "-rc")
+	if !ok {
+		return 0
+	}
+	end := strings.IndexFunc(rest, func(c rune) bool { return c < '0' || c > '9' })
+	if end < 0 {
+		end = len(rest)
+	}
+	if end == 0 || end > 3 || end < len(rest) && rest[end] != '-' && rest[end] != '+' && rest[end] != '.' {
+		return 0
+	}
+	n, _ := strconv.Atoi(rest[:end])
+	return n
 }
 
 // MustParseRelease is ParseRelease for constants; it panics on an error.
@@ -132,9 +158,11 @@ func (r Release) String() string {
 }
 
 // Compare orders releases by their rules: -1 when r has older rules than o,
-// 0 the same version, +1 newer. Extra is ignored except for a linux-next
-// kernel, which comes after the release it is based on; the special names
-// come after every numbered release (p2p-hmat last).
+// 0 the same version, +1 newer. A release candidate comes before the
+// release it leads to (6.19.0-rc5 < 6.19.0-rc8 < 6.19.0); the rest of
+// Extra is ignored, except for a linux-next kernel, which comes after the
+// release it is based on (whatever its rc); the special names come after
+// every numbered release (p2p-hmat last).
 func (r Release) Compare(o Release) int {
 	if r.kind != o.kind {
 		if r.kind < o.kind {
@@ -154,6 +182,23 @@ func (r Release) Compare(o Release) int {
 		if o.next {
 			return -1
 		}
+		return 1
+	}
+	if r.next {
+		return 0
+	}
+	// A release (RC 0) comes after each of its candidates.
+	rr, or := r.RC, o.RC
+	if rr == 0 {
+		rr = math.MaxInt
+	}
+	if or == 0 {
+		or = math.MaxInt
+	}
+	switch {
+	case rr < or:
+		return -1
+	case rr > or:
 		return 1
 	}
 	return 0

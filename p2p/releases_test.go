@@ -72,6 +72,23 @@ const qatRootBus = `{
   ]
 }`
 
+// vfioSwitch: a GPU bound to vfio-pci and an EFA under one PCIe switch
+// without ACS (BUS_ADDR in every release): what the EFA's pinned dma-buf
+// MR gets is vfio-pci's rule alone.
+const vfioSwitch = `{
+  "format": 1, "name": "vfio-switch", "description": "test", "provenance": "test",
+  "cpu": {"arch": "x86", "vendor": "Intel", "family": "06", "model": "8f"},
+  "root_buses": [{"domain": "0000", "bus": "00", "numa_node": 0, "functions": [
+    {"addr": "0000:00:00.0", "kind": "host_bridge", "vendor": "8086", "device": "09a2", "class": "060000"},
+    {"addr": "0000:00:01.0", "kind": "root_port", "vendor": "8086", "device": "352a", "class": "060400", "children": [
+      {"addr": "0000:01:00.0", "kind": "switch_upstream", "vendor": "1000", "device": "c030", "class": "060400", "children": [
+        {"addr": "0000:02:00.0", "kind": "switch_downstream", "vendor": "1000", "device": "c030", "class": "060400", "children": [
+          {"addr": "0000:03:00.0", "kind": "endpoint", "vendor": "10de", "device": "27b8", "class": "030200", "driver": "vfio-pci"}]},
+        {"addr": "0000:02:01.0", "kind": "switch_downstream", "vendor": "1000", "device": "c030", "class": "060400", "children": [
+          {"addr": "0000:04:00.0", "kind": "endpoint", "vendor": "1d0f", "device": "efa1", "class": "020000", "driver": "efa", "efa": {}}]}]}]}
+  ]}]
+}`
+
 func TestRulesByRelease(t *testing.T) {
 	cases := []struct {
 		model, json      string
@@ -203,6 +220,20 @@ func TestRulesByRelease(t *testing.T) {
 			"6.19.0": {bus, pp, p2p.RuleSameFunction, "maps it for a peer"},
 		},
 	}, {
+		// vfio-pci exports BAR dma-bufs from 6.19-rc1 (5d74781ebc86) and
+		// refuses importers that pin from 6.19-rc8 (61ceaf236115): in rc1
+		// to rc7 the EFA's pin succeeds and the switch path is P2P.
+		json: vfioSwitch, provider: "0000:03:00.0", client: "0000:04:00.0",
+		want: map[string]relWant{
+			"6.18.7":     {bus, ref, p2p.RuleCommonBridge, "exports none"},
+			"6.19.0-rc1": {bus, pp, p2p.RuleCommonBridge, "lets an importer pin it"},
+			"6.19.0-rc5": {bus, pp, p2p.RuleCommonBridge, "from 6.19-rc8 it refuses"},
+			"6.19.0-rc8": {bus, ref, p2p.RuleCommonBridge, "61ceaf236115"},
+			"6.19.0":     {bus, ref, p2p.RuleCommonBridge, "61ceaf236115"},
+			"7.0.0-rc3":  {bus, ref, p2p.RuleCommonBridge, "revoke"},
+			"latest":     {bus, ref, p2p.RuleCommonBridge, "revoke"},
+		},
+	}, {
 		// Skylake-SP Root Port C first on its root bus, at devfn 02.0;
 		// xe bounces what the EFA pins until 6.19.
 		json: skylakeRootPorts, provider: "0000:18:00.0", client: "0000:19:00.0",
@@ -306,7 +337,9 @@ func TestParseRelease(t *testing.T) {
 			t.Errorf("ParseRelease(%q) = %q, %v", tc.in, r, err)
 		}
 	}
-	order := []string{"5.4.0", "5.4.290", "5.15.0-1-aws", "6.1", "7.1.0", "7.1.3", "7.2.0-rc1", "7.4.0-rc1-next-20261201", "latest", "p2p-hmat"}
+	// a release candidate before the release it leads to, in rc order
+	order := []string{"5.4.0", "5.4.290", "5.15.0-1-aws", "6.1", "6.19.0-rc1", "6.19.0-rc5+", "6.19.0-rc8-00042-gabcdef123456",
+		"6.19.0-rc10", "6.19.0", "6.19.2-rc1", "6.19.2", "7.1.0", "7.1.3", "7.2.0-rc1", "7.4.0-rc1-next-20261201", "latest", "p2p-hmat"}
 	for i := range order {
 		for j := range order {
 			a, b := p2p.MustParseRelease(order[i]), p2p.MustParseRelease(order[j])
@@ -319,6 +352,11 @@ func TestParseRelease(t *testing.T) {
 			if got := a.Compare(b); got != want {
 				t.Errorf("Compare(%s, %s) = %d, want %d", a, b, got, want)
 			}
+		}
+	}
+	for in, rc := range map[string]int{"6.19.0-rc5": 5, "6.19.0-rc5-next-20260110": 5, "6.19.0": 0, "6.1.0-28-amd64": 0, "6.19.0-rcx": 0, "6.19.0-rc": 0} {
+		if r := p2p.MustParseRelease(in); r.RC != rc {
+			t.Errorf("ParseRelease(%q).RC = %d, want %d", in, r.RC, rc)
 		}
 	}
 	var r p2p.Release

@@ -557,9 +557,10 @@ type RDMADev struct {
 }
 
 // RDMADevices lists the RDMA devices of class/infiniband that are PCI
-// functions, in the natural order of their names (rdmap99s0 before
-// rdmap100s0, mlx5_2 before mlx5_10): the order efap2p topo numbers its
-// NICs in.
+// functions in the order of their PCI functions' addresses (the one order
+// of every listing efap2p prints, the order efap2p topo numbers its NICs
+// in); the devices of one function in the natural order of their names
+// (mlx5_2 before mlx5_10).
 func (s *Sysfs) RDMADevices() ([]RDMADev, error) {
 	s.readdirs.Add(1)
 	names, err := readDirNames(filepath.Join(s.root, "class/infiniband"))
@@ -576,6 +577,15 @@ func (s *Sysfs) RDMADevices() ([]RDMADev, error) {
 			out = append(out, RDMADev{n, a})
 		}
 	}
+	slices.SortStableFunc(out, func(a, b RDMADev) int {
+		switch {
+		case a.Addr.Less(b.Addr):
+			return -1
+		case b.Addr.Less(a.Addr):
+			return 1
+		}
+		return 0
+	})
 	return out, nil
 }
 

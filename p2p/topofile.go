@@ -555,7 +555,7 @@ func (ix *topoIndex) verdict(tp *TopoPair, explain bool) *Verdict {
 		v.KernelP2PDMA = ix.kconfig.P2PDMA
 	}
 	if explain {
-		v.Reason = fmt.Sprintf("The topology file %s records this pair as %s (%s, distance %d).", ix.name, tp.Outcome, tp.MapType, tp.Distance)
+		v.Reason = fmt.Sprintf("The topology file %s records this pair's dma-buf path as %s (%s, distance %d).", ix.name, tp.Outcome, tp.MapType, tp.Distance)
 		if tp.Reason != "" {
 			v.addReason("Recorded reason: " + tp.Reason)
 		}

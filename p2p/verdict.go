@@ -58,10 +58,18 @@ type Verdict struct {
 	// Policy names the exporter rule that decided Outcome: kernel,
 	// amdgpu, nvidia or neuron (the driver bound to the provider).
 	Policy Policy `json:"policy"`
-	// Outcome is what a NIC's DMA into the provider's memory really gets
-	// when the memory is registered as a dma-buf (through p2pdma and the
-	// exporter's rule): p2p, bounced (through system memory) or refused.
+	// Outcome is the dma-buf registration path's answer (what
+	// ibv_reg_dmabuf_mr gets, through p2pdma and the exporter's rule):
+	// p2p, bounced (through system memory) or refused. It is not the
+	// pair's whole answer where the NIC has a second path: Effective is
+	// what the NIC gets by either path, Via the paths that give true P2P.
 	Outcome Outcome `json:"outcome"`
+	// DmabufUnavailable, when set, says why the client, an EFA NIC, cannot
+	// register dma-buf memory at all with this kernel and EFA driver
+	// (DmabufRegistration): Outcome is then what p2pdma and the exporter
+	// would decide for a capable one, and the dma-buf path gives nothing
+	// (Via leaves it out).
+	DmabufUnavailable string `json:"dmabuf_unavailable,omitempty"`
 	// PeerMem is the second registration path: the accelerator's memory
 	// registered by virtual address through the out-of-tree EFA driver's
 	// peer-memory provider.
@@ -153,26 +161,128 @@ func (v *Verdict) BandwidthMBs() int { bw, _ := v.fig.get(); return bw }
 // class, or the ACPI table's or topology file's figure.
 func (v *Verdict) LatencyNs() int { _, lat := v.fig.get(); return lat }
 
-// MarshalJSON adds bandwidth_mbs, latency_ns and p2p to the verdict's
-// fields.
+// MarshalJSON adds bandwidth_mbs, latency_ns, p2p, p2p_via and
+// effective_outcome to the verdict's fields.
 func (v *Verdict) MarshalJSON() ([]byte, error) {
 	type plain Verdict
 	return json.Marshal(struct {
 		*plain
-		BandwidthMBs int  `json:"bandwidth_mbs"`
-		LatencyNs    int  `json:"latency_ns"`
-		P2P          bool `json:"p2p"`
-	}{(*plain)(v), v.BandwidthMBs(), v.LatencyNs(), v.P2P()})
+		BandwidthMBs int          `json:"bandwidth_mbs"`
+		LatencyNs    int          `json:"latency_ns"`
+		P2P          bool         `json:"p2p"`
+		Via          Registration `json:"p2p_via"`
+		Effective    Outcome      `json:"effective_outcome"`
+	}{(*plain)(v), v.BandwidthMBs(), v.LatencyNs(), v.P2P(), v.Via(), v.Effective()})
 }
 
 // P2P reports whether the NIC gets true peer-to-peer DMA into the
 // provider's memory by either registration path: the dma-buf one (not
 // refused, not bounced through system memory) or the peer-memory one.
-func (v *Verdict) P2P() bool { return v.Outcome == OutcomeP2P || v.PeerMem.Outcome == OutcomeP2P }
+func (v *Verdict) P2P() bool { return v.Via() != 0 }
 
 // DmabufP2P reports true P2P on the dma-buf path alone (what
-// ibv_reg_dmabuf_mr gets).
-func (v *Verdict) DmabufP2P() bool { return v.Outcome == OutcomeP2P }
+// ibv_reg_dmabuf_mr gets): Outcome p2p, where the NIC can register
+// dma-buf memory at all.
+func (v *Verdict) DmabufP2P() bool { return v.Outcome == OutcomeP2P && v.DmabufUnavailable == "" }
+
+// Via returns the registration paths that give the client true P2P into
+// the provider's memory: RegDmabuf when Outcome is p2p (and the NIC can
+// register dma-bufs: DmabufUnavailable is empty), RegPeerMem when
+// PeerMem.Outcome is; none (0) when neither does.
+func (v *Verdict) Via() Registration {
+	var r Registration
+	if v.DmabufP2P() {
+		r |= RegDmabuf
+	}
+	if v.PeerMem.Outcome == OutcomeP2P {
+		r |= RegPeerMem
+	}
+	return r
+}
+
+// Effective is the pair's answer to "can the client DMA straight into the
+// provider's memory", whichever way the memory is registered: p2p when
+// either path gives true P2P (Via says which); else bounced when dma-buf
+// registration works through system memory; else refused when a path
+// refuses (or the NIC cannot register dma-bufs at all); unknown when
+// neither path could be decided. Outcome is the dma-buf path's alone: on a
+// NIC with peer memory the two differ.
+func (v *Verdict) Effective() Outcome {
+	switch {
+	case v.P2P():
+		return OutcomeP2P
+	case v.DmabufUnavailable == "" && v.Outcome == OutcomeBounced:
+		return OutcomeBounced
+	case v.Outcome == OutcomeRefused || v.PeerMem.Outcome == OutcomeRefused || v.DmabufUnavailable != "":
+		return OutcomeRefused
+	}
+	return OutcomeUnknown
+}
+
+// Registration is a set of the ways a NIC registers an accelerator's
+// memory for DMA: the two paths a verdict decides.
+type Registration uint8
+
+// The registration paths.
+const (
+	// RegDmabuf: ibv_reg_dmabuf_mr on a dma-buf the accelerator's driver
+	// exports, through p2pdma and the exporter's rule (Verdict.Outcome).
+	RegDmabuf Registration = 1 << iota
+	// RegPeerMem: ibv_reg_mr on the accelerator's memory by address,
+	// through the out-of-tree EFA driver's peer-memory provider
+	// (Verdict.PeerMem).
+	RegPeerMem
+)
+
+var registrationNames = []struct {
+	r    Registration
+	name string
+}{{RegDmabuf, "dma-buf"}, {RegPeerMem, "peer-memory"}}
+
+// Names lists the paths of the set: "dma-buf", "peer-memory".
+func (r Registration) Names() []string {
+	out := []string{}
+	for _, n := range registrationNames {
+		if r&n.r != 0 {
+			out = append(out, n.name)
+		}
+	}
+	return out
+}
+
+// String joins the paths' names with "+" ("dma-buf+peer-memory"); "none"
+// for the empty set.
+func (r Registration) String() string {
+	if r == 0 {
+		return "none"
+	}
+	return strings.Join(r.Names(), "+")
+}
+
+// MarshalJSON writes the set as an array of names (Names).
+func (r Registration) MarshalJSON() ([]byte, error) { return json.Marshal(r.Names()) }
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (r *Registration) UnmarshalJSON(b []byte) error {
+	var names []string
+	if err := json.Unmarshal(b, &names); err != nil {
+		return err
+	}
+	*r = 0
+	for _, s := range names {
+		i := slices.IndexFunc(registrationNames, func(n struct {
+			r    Registration
+			name string
+		}) bool {
+			return n.name == s
+		})
+		if i < 0 {
+			return fmt.Errorf("unknown registration path %q (want dma-buf or peer-memory)", s)
+		}
+		*r |= registrationNames[i].r
+	}
+	return nil
+}
 
 // KernelDistance is what pci_p2pdma_distance returns: the distance, or -1
 // when the kernel refuses the mapping.

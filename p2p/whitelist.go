@@ -63,16 +63,19 @@ func (e *WhitelistEntry) In(r Release) bool {
 	return false
 }
 
-// Releases of the entries.
+// Releases of the entries: each counts from the first candidate of the
+// release it was merged for (mergedFor), a stable backport from its
+// stable release's first candidate.
 var (
-	rel54  = Release{Major: 5, Minor: 4}
-	rel56  = Release{Major: 5, Minor: 6}
-	rel57  = Release{Major: 5, Minor: 7}
-	rel58  = Release{Major: 5, Minor: 8}
-	rel518 = Release{Major: 5, Minor: 18}
-	rel71  = Release{Major: 7, Minor: 1}
-	rel72  = Release{Major: 7, Minor: 2}
-	rel713 = Release{Major: 7, Minor: 1, Patch: 3}
+	rel54  = mergedFor(5, 4)
+	rel56  = mergedFor(5, 6)
+	rel57  = mergedFor(5, 7)
+	rel58  = mergedFor(5, 8)
+	rel59  = mergedFor(5, 9)
+	rel518 = mergedFor(5, 18)
+	rel71  = mergedFor(7, 1)
+	rel72  = mergedFor(7, 2)
+	rel713 = Release{Major: 7, Minor: 1, Patch: 3, RC: 1}
 	// relNext: only in the PCI tree (pci/p2pdma) and linux-next when
 	// read (2026-12): newer than every numbered release.
 	relNext = Release{Major: 999, next: true}
@@ -87,11 +90,11 @@ var (
 // the PCI maintainer's tree (pci/p2pdma) and linux-next (2026-12). This
 // table is the only place the oracle knows it from.
 var pciP2PDMAWhitelist = []WhitelistEntry{
-	{vendorAMD, 0x1450, false, "AMD Zen root complex", rel54, Release{Major: 5, Minor: 9}, nil,
+	{vendorAMD, 0x1450, false, "AMD Zen root complex", rel54, rel59, nil,
 		"0f97da831026 (v5.2, as a root-complex check) kept in the v5.4 table; removed by dea286bb71ba (v5.9, the CPU rule)"},
-	{vendorAMD, 0x15d0, false, "AMD Zen Raven", rel58, Release{Major: 5, Minor: 9}, nil,
+	{vendorAMD, 0x15d0, false, "AMD Zen Raven", rel58, rel59, nil,
 		"7d5b10fcb81e (applied for v5.8, linux-pci 2020-04); removed by dea286bb71ba (v5.9)"},
-	{vendorAMD, 0x1630, false, "AMD Zen Renoir", rel58, Release{Major: 5, Minor: 9}, nil,
+	{vendorAMD, 0x1630, false, "AMD Zen Renoir", rel58, rel59, nil,
 		"7d5b10fcb81e (applied for v5.8, linux-pci 2020-04); removed by dea286bb71ba (v5.9)"},
 	{vendorIntel, 0x3c00, true, "Intel Xeon E5 / Core i7", rel54, Release{}, nil, "494d63b0d5d0 (v5.4)"},
 	{vendorIntel, 0x3c01, true, "Intel Xeon E5 / Core i7", rel54, Release{}, nil, "494d63b0d5d0 (v5.4)"},

@@ -146,11 +146,11 @@ func WriteDOT(w io.Writer, o *p2p.Oracle, src *p2p.Sysfs, m *devices.Matrix, mac
 				continue
 			}
 			colour := dotEdgeNo
-			if v.Outcome == p2p.OutcomeBounced {
+			if v.Effective() == p2p.OutcomeBounced {
 				colour = dotEdgeBo
 			}
 			fmt.Fprintf(&b, "  %s -> %s [color=%q, style=dashed, arrowhead=normal, arrowsize=0.6, constraint=false, xlabel=%s, fontsize=8, fontcolor=%q];\n",
-				fnID(d.Addr), fnID(a.Addr), colour, dotQuote(v.Outcome.String()), colour)
+				fnID(d.Addr), fnID(a.Addr), colour, dotQuote(v.Effective().String()), colour)
 		}
 	}
 
@@ -289,13 +289,13 @@ func (g *dotGraph) bestColour(d *devices.Device) string {
 		if err != nil {
 			continue
 		}
-		switch {
-		case v.Outcome == p2p.OutcomeP2P:
+		switch e := v.Effective(); {
+		case e == p2p.OutcomeP2P:
 			return dotGreen
-		case v.Outcome == p2p.OutcomeBounced:
+		case e == p2p.OutcomeBounced:
 			best = p2p.OutcomeBounced
 		case best == p2p.OutcomeUnknown:
-			best = v.Outcome
+			best = e
 		}
 	}
 	switch best {

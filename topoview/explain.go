@@ -23,13 +23,17 @@ func WriteExplain(out io.Writer, o *p2p.Oracle, src *p2p.Sysfs, v *p2p.Verdict) 
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "provider\t%s\n", describe(t, src, v.Provider))
 	fmt.Fprintf(w, "client\t%s\n", describe(t, src, v.Client))
+	fmt.Fprintf(w, "p2p\t%s\n", Answer(v))
 	fmt.Fprintf(w, "map type\t%s\n", v.MapType)
 	fmt.Fprintf(w, "distance\t%d\n", v.Distance)
 	fmt.Fprintf(w, "path\t%s\n", v.Path)
 	fmt.Fprintf(w, "rule\t%s\n", v.Rule)
 	fmt.Fprintf(w, "policy\t%s\n", v.Policy)
 	fmt.Fprintf(w, "outcome\t%s (dma-buf: p2pdma and the exporter's rule)\n", v.Outcome)
-	fmt.Fprintf(w, "peer memory\t%s\n", peerMemLine(v.PeerMem))
+	if v.DmabufUnavailable != "" {
+		fmt.Fprintf(w, "dma-buf\tunavailable: %s\n", v.DmabufUnavailable)
+	}
+	fmt.Fprintf(w, "peer memory\t%s\n", peerMemLine(v.PeerMem, efaClient(t, v.Client)))
 	fmt.Fprintf(w, "kernel\t%s\n", v.Kernel)
 	fmt.Fprintf(w, "p2pdma\t%s\n", o.KernelConfig().Describe())
 	if bw := v.BandwidthMBs(); bw > 0 {
@@ -91,7 +95,7 @@ func WriteAll(out io.Writer, o *p2p.Oracle, asJSON bool) error {
 	enc := json.NewEncoder(bw)
 	w := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
 	if !asJSON {
-		fmt.Fprintln(w, "PROVIDER\tCLIENT\tMAP TYPE\tDISTANCE\tPATH\tRULE\tPOLICY\tOUTCOME")
+		fmt.Fprintln(w, "PROVIDER\tCLIENT\tMAP TYPE\tDISTANCE\tPATH\tRULE\tPOLICY\tOUTCOME\tP2P VIA")
 	}
 	for _, p := range ends {
 		for _, c := range ends {
@@ -105,7 +109,7 @@ func WriteAll(out io.Writer, o *p2p.Oracle, asJSON bool) error {
 				}
 				continue
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", p, c, v.MapType, v.Distance, v.Path, v.Rule, v.Policy, v.Outcome)
+			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", p, c, v.MapType, v.Distance, v.Path, v.Rule, v.Policy, v.Outcome, v.Via())
 		}
 	}
 	if !asJSON {
@@ -114,9 +118,51 @@ func WriteAll(out io.Writer, o *p2p.Oracle, asJSON bool) error {
 	return bw.Flush()
 }
 
-// peerMemLine describes the peer-memory path.
-func peerMemLine(pm p2p.PeerMem) string {
+// Answer is a verdict's answer over both registration paths, in words:
+// "yes, by dma-buf and peer memory", "yes, by peer memory only (dma-buf:
+// refused)", "no: refused by every registration path"; "(uncertain)"
+// after it where it rests on what could not be read.
+func Answer(v *p2p.Verdict) string {
+	var s string
+	switch via := v.Via(); {
+	case via == p2p.RegDmabuf|p2p.RegPeerMem:
+		s = "yes, by dma-buf and peer memory"
+	case via == p2p.RegDmabuf:
+		s = "yes, by dma-buf"
+	case via == p2p.RegPeerMem:
+		s = fmt.Sprintf("yes, by peer memory only (dma-buf: %s)", v.Outcome)
+	case v.Effective() == p2p.OutcomeBounced:
+		s = "no: registration works, but the exporter bounces the DMA through system memory"
+	case v.Effective() == p2p.OutcomeRefused && v.DmabufUnavailable != "":
+		s = "no: the NIC cannot register dma-buf memory here (dma-buf line), and no other path gives true P2P"
+	case v.Effective() == p2p.OutcomeRefused:
+		s = "no: refused by every registration path"
+	default:
+		s = "unknown: no registration path could be decided"
+	}
+	if !v.Certain {
+		s += " (uncertain)"
+	}
+	return s
+}
+
+// efaClient reports a client bound to the efa driver: the clients with a
+// peer-memory path, where the out-of-tree driver has one.
+func efaClient(t *p2p.Topology, a p2p.Addr) bool {
+	f, err := t.Function(a)
+	if err != nil {
+		return false
+	}
+	at, err := f.Attrs()
+	return err == nil && at.Class>>16 == 0x02 && at.Driver == "efa"
+}
+
+// peerMemLine describes the peer-memory path; efa says whether the
+// client is an EFA NIC (the only client that has the path).
+func peerMemLine(pm p2p.PeerMem, efa bool) string {
 	switch {
+	case !efa && !pm.Present:
+		return "none (the client is not an EFA NIC: the path is the EFA driver's)"
 	case !pm.Present && pm.Outcome == p2p.OutcomeUnknown && pm.Provider == "":
 		return "unknown (no p2p attribute on the NIC: the in-tree EFA driver registers by dma-buf only)"
 	case pm.Provider == "":

@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/efap2p/efap2p/internal/simtest"
+	"github.com/efap2p/efap2p/sim/simtest"
 	"github.com/efap2p/efap2p/verbs"
 )
 

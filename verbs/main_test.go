@@ -6,11 +6,11 @@ import (
 	"os"
 	"testing"
 
-	"github.com/efap2p/efap2p/internal/simtest"
+	"github.com/efap2p/efap2p/sim/simtest"
 )
 
 // TestMain runs the tests inside the EFA host emulator, once per machine
-// model (see package internal/simtest); a child of TestNoRDMAHost runs
+// model (see package sim/simtest); a child of TestNoRDMAHost runs
 // where it is, on a host without RDMA.
 func TestMain(m *testing.M) {
 	if os.Getenv(noRDMAEnv) != "" {

@@ -15,9 +15,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 
-	"github.com/efap2p/efap2p/internal/simtest"
 	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/p2p"
+	"github.com/efap2p/efap2p/sim/simtest"
 	"github.com/efap2p/efap2p/verbs"
 )
 

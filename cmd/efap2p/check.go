@@ -9,10 +9,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/efap2p/efap2p/answer"
 	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/nodecheck"
 	"github.com/efap2p/efap2p/p2p"
@@ -27,7 +27,8 @@ func init() {
 func checkUsage() string {
 	return `Usage: efap2p check [--sysfs DIR] [--topology FILE] [--expect MODEL]
                     [--kernel RELEASE]
-                    [--json | --format text|json|prometheus|line|nfd] [-o FILE]
+                    [--json | --format text|json|prometheus|line|nfd]
+                    [--all-pairs] [-o FILE]
 
 Tells whether GPUDirect RDMA works on this node: for every accelerator, the
 EFA NICs it gets true P2P DMA with (by dma-buf, or by the out-of-tree EFA
@@ -46,8 +47,10 @@ Formats:
   text        for people (default)
   json        the report (--json is the same); its JSON Schema:
                 ` + dataFile("check-report.schema.json") + `
-  prometheus  a node_exporter textfile-collector file: one gauge per pair
-              and per finding (write it with -o DIR/efap2p.prom)
+  prometheus  a node_exporter textfile-collector file (write it with
+              -o DIR/efap2p.prom): the status, the counts, each
+              accelerator's and each EFA NIC's P2P partners, the findings,
+              and the pairs that are not OK (--all-pairs: every pair)
   line        one short line on stdout, for Kubernetes node-problem-detector
               custom plugins and Slurm health checks
   nfd         a node-feature-discovery feature file (features.d/efap2p):
@@ -58,9 +61,10 @@ others:
   ` + docFile("operators.md") + `
 
 Exit status: 0 all good or not applicable, 1 degraded (findings), 2 bad usage,
-3 could not tell (uncertain verdicts only, or the machine could not be read).
-In line mode the node-problem-detector protocol: 0 OK (also not applicable), 1
-problem, 2 unknown (also bad usage).
+3 could not tell (uncertain verdicts only, the machine could not be read, or
+the output could not be written: never 1, which reports the node). In line
+mode the node-problem-detector protocol: 0 OK (also not applicable), 1
+problem, 2 unknown (also bad usage, or a failure to run or write).
 
 Options:
 `
@@ -68,14 +72,27 @@ Options:
 
 func runCheck(args []string, stdout, stderr io.Writer) error {
 	err := checkCommand(args, stdout, stderr)
-	var ue usageError
-	if errors.As(err, &ue) && lineFormat(args) {
-		// node-problem-detector reads the message on stdout: 2 is unknown.
-		fmt.Fprintln(stdout, clipLine("UNKNOWN: efap2p check: "+ue.Error()))
-		fmt.Fprintf(stderr, "efap2p: %v\n", ue)
+	var (
+		ue   usageError
+		es   exitStatus
+		help helpText
+	)
+	switch {
+	case err == nil, errors.As(err, &es), errors.As(err, &help):
+		return err
+	case errors.As(err, &ue) && !lineFormat(args):
+		return err
+	}
+	// Bad usage in line mode, or a failure to run or write in any mode: the
+	// check did not judge the node, so "unknown" (3; node-problem-detector's
+	// 2 in line mode), never 1, which says the node is degraded.
+	fmt.Fprintf(stderr, "efap2p: %v\n", err)
+	if lineFormat(args) {
+		// node-problem-detector reads the message on stdout
+		fmt.Fprintln(stdout, clipLine("UNKNOWN: efap2p check: "+err.Error()))
 		return exitStatus(2)
 	}
-	return err
+	return exitStatus(3)
 }
 
 // lineFormat reports whether the arguments ask for the line mode.
@@ -95,7 +112,8 @@ func checkCommand(args []string, stdout, stderr io.Writer) error {
 	of.registerJSON(fs)
 	format := fs.String("format", "text", "output `FORMAT`: text, json, prometheus, line or nfd")
 	expect := fs.String("expect", "", "compare with machine `MODEL` (a built-in name, see 'efap2p sim list', or a model file)")
-	out := fs.String("o", "", "write the output to `FILE` (atomically: a textfile collector never reads half a file)")
+	allPairs := fs.Bool("all-pairs", false, "with --format prometheus, the series of every pair (6 a pair: 1536 on a p5.48xlarge), not only of those that are not OK")
+	out := fs.String("o", "", "write the output to `FILE` (atomically: a textfile collector never reads half a file; its folder is created)")
 	if err := parseFlags(fs, args, checkUsage(), stderr); err != nil {
 		return err
 	}
@@ -113,6 +131,9 @@ func checkCommand(args []string, stdout, stderr io.Writer) error {
 	case "text", "json", "prometheus", "line", "nfd":
 	default:
 		return usagef("--format %q: want text, json, prometheus, line or nfd", *format)
+	}
+	if *allPairs && *format != "prometheus" {
+		return usagef("--all-pairs is for --format prometheus (--json lists every pair)")
 	}
 	opt := nodecheck.Options{}
 	switch {
@@ -153,7 +174,7 @@ func checkCommand(args []string, stdout, stderr io.Writer) error {
 	case "json":
 		err = writeJSON(&buf, report)
 	case "prometheus":
-		err = report.WritePrometheus(&buf, time.Now())
+		err = report.WritePrometheusWith(&buf, time.Now(), nodecheck.PromOptions{AllPairs: *allPairs})
 	case "nfd":
 		err = report.WriteNFD(&buf)
 	case "line":
@@ -207,32 +228,18 @@ func clipLine(s string) string {
 	return s
 }
 
-// writeOut writes data to stdout, or atomically to file (a temporary file
-// in the same directory, renamed over it), then returns status.
+// writeOut writes data to stdout, or atomically to file (its folder
+// created, a temporary file in it renamed over file, mode 0644, as export
+// -o writes), then returns status. An error is the failure to write.
 func writeOut(file string, stdout io.Writer, data []byte, status error, stderr io.Writer) error {
 	if file == "" {
 		if _, err := stdout.Write(data); err != nil {
-			return err
+			return fmt.Errorf("check: writing the output: %w", err)
 		}
 		return status
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("check: %w", err)
-	}
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Chmod(0o644)
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), file)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("check: writing %s: %w", file, err)
+	if err := answer.WriteFileAtomic(file, data); err != nil {
+		return fmt.Errorf("check: could not write %s: %w", file, err)
 	}
 	return status
 }

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -89,18 +90,21 @@ func TestCheckExitCodes(t *testing.T) {
 		code int
 		want []string // in stdout
 	}{
-		{"healthy", nil, 0, []string{"GPUDirect RDMA works on this node", "8 GPUs, each with true P2P to its 4 switch-local EFA NICs (p5.48xlarge)", "GPU7  ca:00.0 nvidia  P2P with 4/4 switch-local NICs: c6:00.0 c7:00.0 c8:00.0 c9:00.0", "No findings."}},
+		{"healthy", nil, 0, []string{"GPUDirect RDMA works on this node", "8 GPUs, each with true P2P to its 4 switch-local EFA NICs (p5.48xlarge)", "GPU7  ca:00.0 nvidia  P2P with 4/4 switch-local NICs: rdmap198s0 rdmap199s0 rdmap200s0 rdmap201s0", "No findings."}},
 		{"nic-removed", nil, 1, []string{"expected 32 EFA devices for p5.48xlarge, found 30: 0000:a6:00.0, 0000:a7:00.0 missing", "fix: "}},
 		// no accelerator is not a problem; missing the model's 8 is
 		{"no-accelerator", nil, 1, []string{"error accelerators-missing", "expected 8 accelerators for p5.48xlarge, found 0", "dma-buf: not judged"}},
 		{"peer-memory-missing", nil, 1, []string{"warning peer-memory-missing", "modprobe efa_nv_peermem"}},
-		{"port-down", nil, 1, []string{"error efa-port-down", "0000:50:00.0 rdmap80s0 (port 1 DOWN)", "GPU0  53:00.0 nvidia  P2P with 3/4 switch-local NICs"}},
+		{"port-down", nil, 1, []string{"error efa-port-down", "rdmap80s0 (0000:50:00.0; port 1 DOWN)", "GPU0  53:00.0 nvidia  P2P with 3/4 switch-local NICs"}},
 		// without root the ACS state is hidden, and decides nothing here
 		{"unprivileged", nil, 0, []string{"GPUDirect RDMA works on this node", "256 pairs (256 computed), all certain", "No findings."}},
 		{"uncertain", []string{uncertainKernel}, 3, []string{"could not tell", "unknown uncertain-verdicts", "the ACS state of 0000:03:00.0", "P2P (uncertain)"}},
 		{"cpu-node", nil, 0, []string{"GPUDirect RDMA does not apply to this node", "not applicable: no EFA device and no accelerator", "dma-buf: not judged", "No findings."}},
 		{"cpu-node-unprivileged", nil, 0, []string{"GPUDirect RDMA does not apply to this node"}},
-		{"healthy", []string{"--expect", "p4d.24xlarge"}, 1, []string{"expected 8 accelerators for p4d.24xlarge, found 8: 0000:10:1c.0"}},
+		// a p5 is no p4d: its 8 GPUs are not where a p4d has its 8, which
+		// the message says rather than "expected 8, found 8: ... missing"
+		{"healthy", []string{"--expect", "p4d.24xlarge"}, 1, []string{"expected 8 accelerators for p4d.24xlarge at its addresses, found 0 there (and 8 at other addresses): 0000:10:1c.0",
+			"8 accelerators at addresses the model of p4d.24xlarge does not have: 0000:53:00.0", "differs from p4d.24xlarge: 8 accelerators (the model has 8; 0 at its addresses), 32 EFA devices (the model has 4; 0 at its addresses)"}},
 		// before dma-buf registration (5.12), the out-of-tree EFA driver's
 		// peer-memory provider carries every pair
 		{"healthy", []string{"--kernel", "5.10.0"}, 0, []string{"GPUDirect RDMA works on this node", "registered through the EFA driver's peer-memory"}},
@@ -148,7 +152,7 @@ func TestCheckFirmwareBlockedNIC(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("exit %d, want 1\n%s%s", code, out, errs)
 	}
-	for _, w := range []string{"error p2p-refused", "GPU4 0000:97:00.0: P2P DMA is refused with 1 of its 4 switch-local EFA NICs:", "firmware refuses DMA to peers", file} {
+	for _, w := range []string{"error p2p-refused", "GPU4 0000:97:00.0: P2P DMA refused with 1 of its 4 switch-local EFA NICs: rdmap147s0 (0000:93:00.0)", "firmware refuses DMA to peers", file} {
 		if !strings.Contains(out, w) {
 			t.Errorf("output does not say %q:\n%s", w, out)
 		}
@@ -178,5 +182,46 @@ func TestCheckKernelEnv(t *testing.T) {
 	code, out, _ = runTool("check", "--sysfs", dir, "--json", "--kernel", "6.8.0-1015-aws")
 	if strings.Contains(out, `"code": "kernel-dmabuf"`) || !strings.Contains(out, `"kernel_source": "option"`) {
 		t.Errorf("--kernel over EFAP2P_KERNEL: exit %d\n%s", code, out)
+	}
+}
+
+// TestCheckOutputFile: -o creates the folder, as export -o does; a file
+// that cannot be written is "could not tell" (3, or node-problem-detector's
+// unknown, 2, in line mode, with its UNKNOWN line on stdout), never 1,
+// which would report the node as degraded.
+func TestCheckOutputFile(t *testing.T) {
+	tree := checkTrees(t)["healthy"]
+	tmp := t.TempDir()
+	blocker := filepath.Join(tmp, "not-a-folder")
+	if err := os.WriteFile(blocker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		format, file string
+		code         int
+		stdout       string
+	}{
+		{"prometheus", filepath.Join(tmp, "new", "textfile_collector", "efap2p.prom"), 0, ""},
+		{"nfd", filepath.Join(tmp, "features.d", "efap2p"), 0, ""},
+		{"line", filepath.Join(tmp, "line", "efap2p.line"), 0, ""},
+		{"prometheus", filepath.Join(blocker, "efap2p.prom"), 3, ""},
+		{"nfd", filepath.Join(blocker, "efap2p"), 3, ""},
+		{"json", filepath.Join(blocker, "report.json"), 3, ""},
+		{"line", filepath.Join(blocker, "efap2p.line"), 2, "UNKNOWN: efap2p check: check: could not write " + blocker},
+	} {
+		code, out, errs := runTool("check", "--sysfs", tree, checkKernel, "--format", tc.format, "-o", tc.file)
+		if code != tc.code || !strings.HasPrefix(out, tc.stdout) || tc.stdout == "" && out != "" {
+			t.Errorf("--format %s -o %s: exit %d (want %d), stdout %q, stderr %q", tc.format, tc.file, code, tc.code, out, errs)
+			continue
+		}
+		if tc.code != 0 {
+			if !strings.Contains(errs, "could not write "+tc.file) {
+				t.Errorf("--format %s -o %s: stderr %q does not name the file", tc.format, tc.file, errs)
+			}
+			continue
+		}
+		if st, err := os.Stat(tc.file); err != nil || st.Mode().Perm() != 0o644 {
+			t.Errorf("--format %s -o %s: %v", tc.format, tc.file, err)
+		}
 	}
 }

@@ -89,9 +89,17 @@ func TestCheckPrometheus(t *testing.T) {
 		text := string(data)
 		switch name {
 		case "healthy":
-			if strings.Count(text, "\nefap2p_check_pair_p2p{") != 256 || !strings.Contains(text, `efap2p_check_pair_p2p{accelerator="0000:53:00.0",accelerator_name="GPU0",nic="0000:4f:00.0",ibdev="rdmap79s0"} 1`) ||
-				!strings.Contains(text, "\nefap2p_check_status 0\n") || !strings.Contains(text, `efap2p_check_info{version="devel",kernel="6.8.0-1015-aws",instance_type="p5.48xlarge",efa_driver="out-of-tree"} 1`) {
-				t.Errorf("healthy: pair gauges missing:\n%s", text)
+			// every pair is OK: no pair series unless asked for
+			if strings.Contains(text, "efap2p_check_pair_") || !strings.Contains(text, "\nefap2p_check_pairs_p2p 256\n") {
+				t.Errorf("healthy: pair series written, or the count missing:\n%s", text)
+			}
+			code, all, _ := runTool("check", "--sysfs", trees[name], "--format", "prometheus", "--all-pairs", checkKernel)
+			if code != 0 || strings.Count(all, "\nefap2p_check_pair_p2p{") != 256 || !strings.Contains(all, `efap2p_check_pair_p2p{accelerator="0000:53:00.0",accelerator_name="GPU0",nic="0000:4f:00.0",ibdev="rdmap79s0"} 1`) {
+				t.Errorf("healthy --all-pairs: exit %d, pair gauges missing:\n%s", code, all)
+			}
+			if !strings.Contains(text, "\nefap2p_check_status 0\n") || !strings.Contains(text, `efap2p_check_info{version="devel",kernel="6.8.0-1015-aws",instance_type="p5.48xlarge",efa_driver="out-of-tree"} 1`) ||
+				!strings.Contains(text, `efap2p_check_accelerator_local_p2p_nics{accelerator="0000:53:00.0",accelerator_name="GPU0"} 4`) {
+				t.Errorf("healthy: status, info or accelerator gauges missing:\n%s", text)
 			}
 		case "nic-removed":
 			if !strings.Contains(text, `efap2p_check_finding{code="efa-devices-missing",severity="error",subjects="0000:a6:00.0, 0000:a7:00.0"} 1`) {

@@ -71,7 +71,7 @@ func TestEnv(t *testing.T) {
 		{name: "blocked, libfabric.conf", tree: blocked, args: []string{"--format", "libfabric-conf"}, errs: why, out: "FI_HMEM_DISABLE_P2P=1\n"},
 		{name: "blocked, json", tree: blocked, args: []string{"--format", "json"}, errs: why, outHas: []string{`"answer": "no-p2p"`, `"p2p_pairs": 0`, `"name": "FI_HMEM_DISABLE_P2P"`}},
 		{name: "blocked, one GPU", tree: blocked, args: []string{"--gpus", "7", "--format", "slurm"},
-			outHas: []string{"export FI_HMEM_DISABLE_P2P=1\n", "print efap2p: no GPUDirect RDMA for this task (efap2p check: p2p-refused: GPU7 0000:ca:00.0: P2P DMA is refused with 4 of its 4 switch-local EFA NICs: 0000:c6:00.0, 0000:c7:00.0, 0000:c8:00.0, 0000:c9:00.0): "}},
+			outHas: []string{"export FI_HMEM_DISABLE_P2P=1\n", "print efap2p: no GPUDirect RDMA for this task (efap2p check: p2p-refused: GPU7 0000:ca:00.0: P2P DMA refused with 4 of its 4 switch-local EFA NICs: rdmap198s0 (0000:c6:00.0), rdmap199s0 (0000:c7:00.0), rdmap200s0 (0000:c8:00.0), rdmap201s0 (0000:c9:00.0)): "}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errs := runTool(append([]string{"env", "--sysfs", tc.tree, checkKernel}, tc.args...)...)

@@ -35,3 +35,29 @@ func TestExplainNames(t *testing.T) {
 		}
 	}
 }
+
+// TestExplainNICFirst: a NIC typed as the provider and an accelerator as
+// the client is the same pair as topo reads it (the accelerator owns the
+// memory): explain answers for it, says so in one line on stderr, and
+// gives the NIC's peer-memory path, not a wrong note about it; a count of
+// one argument is "1 argument".
+func TestExplainNICFirst(t *testing.T) {
+	dir := writeTree(t, "arm64-grace-peermem")
+	kernel := "--kernel=6.8.0-1021-nvidia-64k"
+	code, want, errs := runTool("explain", "--sysfs", dir, kernel, "GPU0", "NIC0")
+	if code != 0 || errs != "" {
+		t.Fatalf("explain GPU0 NIC0: exit %d: %s", code, errs)
+	}
+	code, got, errs := runTool("explain", "--sysfs", dir, kernel, "NIC0", "GPU0")
+	if code != 0 || got != want || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "'efap2p explain GPU0 NIC0'") {
+		t.Errorf("explain NIC0 GPU0: exit %d, stderr %q; stdout the same as GPU0 NIC0's: %v\n%s", code, errs, got == want, got)
+	}
+	for _, w := range []string{"p2p           yes, by peer memory only (dma-buf: refused)", `peer memory   p2p (provider "NVIDIA" of the out-of-tree EFA driver)`} {
+		if !strings.Contains(got, w) {
+			t.Errorf("explain NIC0 GPU0 does not say %q:\n%s", w, got)
+		}
+	}
+	if code, _, errs := runTool("explain", "--sysfs", dir, "GPU0"); code != 2 || !strings.Contains(errs, "(got 1 argument)") {
+		t.Errorf("explain GPU0: exit %d, %q", code, errs)
+	}
+}

@@ -56,8 +56,9 @@ NCCL_NET_GDR_LEVEL makes NCCL use the pairs the oracle allows through host
 bridges, and which pairs it would try although the oracle refuses them.
 
 Run it once as root: without CAP_SYS_ADMIN config space past 64 bytes is
-hidden, ACS is unknown, and export refuses to write uncertain verdicts
-unless --force is given.
+hidden, ACS is unknown, and export refuses to write verdicts whose map type
+it could only assume (the kernel-safe guess, even where the outcome is
+certain) unless --force is given.
 
 --peer-blocked NIC records that a NIC's firmware refuses DMA to every peer,
 a fact sysfs cannot show; every pair with that NIC is then refused.
@@ -93,7 +94,7 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("o", "", "write to `FILE` (and FILE.idx) instead of standard output")
 	boot := fs.Bool("boot", false, "write the boot-time topology file: bound to this boot, from the operator's file and sysfs")
 	format := fs.String("format", "json", "`FORMAT`: json (topology file) or nccl (NCCL topology XML)")
-	force := fs.Bool("force", false, "write even verdicts that are uncertain (config space not readable)")
+	force := fs.Bool("force", false, "write even verdicts whose map type is assumed (config space not readable)")
 	reasons := fs.Bool("reasons", false, "write each pair's explanation into the topology file")
 	var blocked addrsFlag
 	fs.Var(&blocked, "peer-blocked", "`NIC` whose firmware blocks peer access (repeatable, or comma-separated)")

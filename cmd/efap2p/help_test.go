@@ -73,7 +73,7 @@ func synopsisOptions(t *testing.T) map[string][]string {
 	forms := map[string][]string{}
 	form := ""
 	head := regexp.MustCompile(`^\.B efap2p ([a-z]+(?: (?:list|write))?)\b`)
-	opt := regexp.MustCompile(`(?:^|[ "\[])(--[a-z-]+|-o)\b`)
+	opt := regexp.MustCompile(`(?:^|[ "\[])(--[a-z0-9-]+|-o)\b`)
 	for _, l := range strings.Split(page[start:end], "\n") {
 		if m := head.FindStringSubmatch(l); m != nil {
 			// a form shown twice (explain, explain --all) is one command

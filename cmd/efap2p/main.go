@@ -6,10 +6,10 @@
 //
 // Usage:
 //
-//	efap2p check   [--sysfs DIR] [--json | --format text|json|prometheus|line]   will GPUDirect RDMA work on this node?
-//	efap2p topo    [--sysfs DIR] [--topology FILE] [--full | --json | --dot]
+//	efap2p check   [--sysfs DIR] [--json | --format text|json|prometheus|line|nfd] [--all-pairs] [-o FILE]
+//	efap2p topo    [--sysfs DIR] [--topology FILE] [--full | --p2p | --json | --dot]
 //	efap2p explain [--sysfs DIR] [--topology FILE] [--json] PROVIDER CLIENT
-//	efap2p export  [--sysfs DIR] [--format json|nccl] [-o FILE]
+//	efap2p export  [--sysfs DIR] [--format json|nccl] [--peer-blocked NIC]... [--boot] [-o FILE]
 //	efap2p sim [--machine NAME | --model FILE] [--keep] -- COMMAND [ARGS...]
 //	efap2p sim write [--machine NAME | --model FILE] [--force] DIR
 //	efap2p sim list
@@ -17,7 +17,9 @@
 //	efap2p help [COMMAND]
 //
 // Every command takes --help. Exit status: 0 on success, 1 when the work
-// failed, 2 for bad usage or input (a wrong address, a missing tree).
+// failed, 2 for bad usage or input (a wrong address, a missing tree);
+// check's own: 0 good, 1 degraded, 2 bad usage, 3 could not tell (also
+// when it could not run or write).
 package main
 
 import (

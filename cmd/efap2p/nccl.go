@@ -20,7 +20,7 @@ import (
 // exportNCCL returns the NCCL topology XML of the machine o reads: blocked
 // are the --peer-blocked NICs, force is --force.
 func exportNCCL(o *p2p.Oracle, src *p2p.Sysfs, blocked []p2p.Addr, force bool) ([]byte, error) {
-	return marshalNCCL(o, src, nccltopo.Options{PeerBlocked: blocked, Force: force, GeneratedBy: "efap2p export -format nccl"})
+	return marshalNCCL(o, src, nccltopo.Options{PeerBlocked: blocked, Force: force, GeneratedBy: "efap2p export --format nccl"})
 }
 
 // writeBootNCCL writes the NCCL topology beside the boot-time file
@@ -31,7 +31,7 @@ func writeBootNCCL(o *p2p.Oracle, src *p2p.Sysfs, blocked []p2p.Addr, force bool
 	if boot == "" {
 		return errors.New("export --boot: this boot's ID cannot be read (/proc/sys/kernel/random/boot_id)")
 	}
-	data, err := marshalNCCL(o, src, nccltopo.Options{PeerBlocked: blocked, Force: force, BootID: boot, GeneratedBy: "efap2p export -boot"})
+	data, err := marshalNCCL(o, src, nccltopo.Options{PeerBlocked: blocked, Force: force, BootID: boot, GeneratedBy: "efap2p export --boot"})
 	if err != nil {
 		return err
 	}

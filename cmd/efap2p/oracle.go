@@ -164,7 +164,7 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 	}
 	if *all {
 		if fs.NArg() != 0 {
-			return usagef("--all takes no PROVIDER or CLIENT (got %d arguments)", fs.NArg())
+			return usagef("--all takes no PROVIDER or CLIENT (got %s)", arguments(fs.NArg()))
 		}
 		o, _, err := of.open()
 		if err != nil {
@@ -176,7 +176,7 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	if fs.NArg() != 2 {
-		return usagef("needs a PROVIDER and a CLIENT (got %d arguments)", fs.NArg())
+		return usagef("needs a PROVIDER and a CLIENT (got %s)", arguments(fs.NArg()))
 	}
 	o, src, err := of.open()
 	if err != nil {
@@ -191,6 +191,13 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return inputError{fmt.Errorf("client: %w", err)}
 	}
+	if nicAndAccelerator(o, client, provider) {
+		// A NIC does DMA into an accelerator's memory: the accelerator is
+		// the provider, whichever way the pair was typed (topo reads it so).
+		fmt.Fprintf(stderr, "efap2p: %s is a NIC and %s an accelerator: the accelerator owns the memory, so this is 'efap2p explain %s %s'\n",
+			fs.Arg(0), fs.Arg(1), fs.Arg(1), fs.Arg(0))
+		provider, client = client, provider
+	}
 	v, err := o.Verdict(provider, client)
 	if err != nil {
 		if errors.Is(err, p2p.ErrNoFunction) {
@@ -203,6 +210,34 @@ func runExplain(args []string, stdout, stderr io.Writer) error {
 	}
 	topoview.WriteExplain(stdout, o, src, v)
 	return nil
+}
+
+// nicAndAccelerator reports whether acc is an accelerator and nic a NIC
+// (PCI class 02) of the machine.
+func nicAndAccelerator(o *p2p.Oracle, acc, nic p2p.Addr) bool {
+	t := o.Topology()
+	a, err := t.Function(acc)
+	if err != nil {
+		return false
+	}
+	n, err := t.Function(nic)
+	if err != nil {
+		return false
+	}
+	aa, err := a.Attrs()
+	if err != nil || !aa.IsAccelerator() {
+		return false
+	}
+	na, err := n.Attrs()
+	return err == nil && na.Class>>16 == 0x02
+}
+
+// arguments says "1 argument", "3 arguments".
+func arguments(n int) string {
+	if n == 1 {
+		return "1 argument"
+	}
+	return fmt.Sprintf("%d arguments", n)
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -83,6 +83,10 @@ func simWrite(args []string, stdout, stderr io.Writer) error {
 	if err := sim.WriteTree(m, dir, opt); err != nil {
 		return fmt.Errorf("writing %s: %w", dir, err)
 	}
-	fmt.Fprintf(stdout, "wrote machine %s (%d functions, %d EFA NICs) to %s\n", m.Name, len(m.Functions()), len(m.EFANICs()), dir)
+	efas := fmt.Sprintf("%d EFA NICs", len(m.EFANICs()))
+	if len(m.EFANICs()) == 1 {
+		efas = "1 EFA NIC"
+	}
+	fmt.Fprintf(stdout, "wrote machine %s (%d functions, %s) to %s\n", m.Name, len(m.Functions()), efas, dir)
 	return nil
 }

@@ -4,6 +4,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,36 +27,29 @@ func topoSection(out, title string) []string {
 	return strings.Split(strings.TrimSuffix(body, "\n"), "\n")
 }
 
-// TestTopoLayout: on p5.48xlarge the default view reads like
-// 'nvidia-smi topo -m': GPUs as columns, then CPU Affinity and NUMA
-// Affinity; the GPUs and the 32 EFA NICs as rows; NICs numbered in the
-// natural order of their RDMA devices, with a NIC legend; 80 columns.
+// TestTopoLayout: on p5.48xlarge the default view is laid out as
+// 'nvidia-smi topo -m': tab-separated, the header's first field empty; the
+// GPUs then the 32 EFA NICs (in PCI order) as columns and as rows; " X "
+// on the diagonal; then CPU Affinity, NUMA Affinity, an empty field and
+// GPU NUMA ID (N/A for a GPU, empty for a NIC), as nvidia-smi writes its
+// rows; the NIC legend names each NIC's RDMA device and its address.
 func TestTopoLayout(t *testing.T) {
 	dir := writeTree(t, "p5.48xlarge")
 	code, out, errs := runTool("topo", "--sysfs", dir)
 	if code != 0 || errs != "" {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, l := range strings.Split(out, "\n") {
-		if len(l) > 80 {
-			t.Errorf("line of %d columns: %q", len(l), l)
-		}
+	header, rows, order := topoRows(out)
+	want := []string{""}
+	for i := range 8 {
+		want = append(want, fmt.Sprintf("GPU%d", i))
 	}
-	lines := strings.Split(out, "\n")
-	header := strings.Fields(lines[0])
-	want := []string{"GPU0", "GPU1", "GPU2", "GPU3", "GPU4", "GPU5", "GPU6", "GPU7", "CPU", "Affinity", "NUMA", "Affinity"}
+	for i := range 32 {
+		want = append(want, fmt.Sprintf("NIC%d", i))
+	}
+	want = append(want, "CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
 	if !slices.Equal(header, want) {
 		t.Fatalf("header %q, want %q", header, want)
-	}
-	rows := map[string][]string{}
-	var order []string
-	for _, l := range lines[1:] {
-		if l == "" {
-			break
-		}
-		f := strings.Fields(l)
-		rows[f[0]] = f[1:]
-		order = append(order, f[0])
 	}
 	if len(order) != 8+32 || order[0] != "GPU0" || order[8] != "NIC0" || order[39] != "NIC31" {
 		t.Fatalf("rows %v: want GPU0..GPU7 then NIC0..NIC31", order)
@@ -66,28 +60,41 @@ func TestTopoLayout(t *testing.T) {
 	// CPUs, 2 threads a core, split over its 2 nodes as Linux numbers them:
 	// node 0 has 0-47 and their siblings 96-143, node 1 the rest.
 	const node0, node1 = "0-47,96-143", "48-95,144-191"
+	tail := func(cpus, numa, gpuNUMA string) []string { return []string{cpus, numa, "", gpuNUMA} }
 	for _, tc := range []struct {
-		row  string
-		want []string
+		row   string
+		gpus  []string
+		nic   map[int]string // NIC column -> cell
+		after []string
 	}{
-		{"GPU0", []string{"X", "NODE", "NODE", "NODE", "SYS", "SYS", "SYS", "SYS", node0, "0"}},
-		{"NIC0", []string{"PIX", "NODE", "NODE", "NODE", "SYS", "SYS", "SYS", "SYS", node0, "0"}},
-		{"NIC3", []string{"PIX", "NODE", "NODE", "NODE", "SYS", "SYS", "SYS", "SYS", node0, "0"}},
-		{"NIC4", []string{"NODE", "PIX", "NODE", "NODE", "SYS", "SYS", "SYS", "SYS", node0, "0"}},
-		{"NIC16", []string{"SYS", "SYS", "SYS", "SYS", "PIX", "NODE", "NODE", "NODE", node1, "1"}},
+		{"GPU0", []string{" X ", "NODE", "NODE", "NODE", "SYS", "SYS", "SYS", "SYS"}, map[int]string{0: "PIX", 3: "PIX", 4: "NODE", 16: "SYS"}, tail(node0, "0", "N/A")},
+		{"NIC0", []string{"PIX", "NODE", "NODE", "NODE", "SYS", "SYS", "SYS", "SYS"}, map[int]string{0: " X ", 1: "PIX", 4: "NODE", 16: "SYS"}, tail(node0, "0", "")},
+		{"NIC3", []string{"PIX", "NODE", "NODE", "NODE", "SYS", "SYS", "SYS", "SYS"}, map[int]string{3: " X "}, tail(node0, "0", "")},
+		{"NIC4", []string{"NODE", "PIX", "NODE", "NODE", "SYS", "SYS", "SYS", "SYS"}, nil, tail(node0, "0", "")},
+		{"NIC16", []string{"SYS", "SYS", "SYS", "SYS", "PIX", "NODE", "NODE", "NODE"}, map[int]string{16: " X ", 0: "SYS"}, tail(node1, "1", "")},
 	} {
-		if got := rows[tc.row]; !slices.Equal(got, tc.want) {
-			t.Errorf("row %s: %q, want %q", tc.row, got, tc.want)
+		got := rows[tc.row]
+		if len(got) != 40+4 {
+			t.Errorf("row %s: %d fields after its name, want 44: %q", tc.row, len(got), got)
+			continue
+		}
+		if !slices.Equal(got[:8], tc.gpus) || !slices.Equal(got[40:], tc.after) {
+			t.Errorf("row %s: GPU columns %q, tail %q; want %q, %q", tc.row, got[:8], got[40:], tc.gpus, tc.after)
+		}
+		for nic, cell := range tc.nic {
+			if got[8+nic] != cell {
+				t.Errorf("row %s, NIC%d: %q, want %q", tc.row, nic, got[8+nic], cell)
+			}
 		}
 	}
 	legend := topoSection(out, "NIC Legend:")
-	if len(legend) != 32 || legend[0] != "  NIC0: rdmap79s0" || legend[3] != "  NIC3: rdmap82s0" {
+	if len(legend) != 32 || legend[0] != "  NIC0: rdmap79s0 (0000:4f:00.0)" || legend[3] != "  NIC3: rdmap82s0 (0000:52:00.0)" {
 		t.Fatalf("NIC legend %q", legend)
 	}
-	// natural order: rdmap99s0 (NIC7, on GPU1's switch) before rdmap113s0
-	// (NIC8, GPU2's), which a sort by bytes would put first
-	if legend[7] != "  NIC7: rdmap99s0" || legend[8] != "  NIC8: rdmap113s0" {
-		t.Errorf("NIC legend not in natural order: %q, %q", legend[7], legend[8])
+	// PCI order: rdmap99s0 (63:00.0, NIC7, on GPU1's switch) before
+	// rdmap113s0 (71:00.0, NIC8, GPU2's)
+	if legend[7] != "  NIC7: rdmap99s0 (0000:63:00.0)" || legend[8] != "  NIC8: rdmap113s0 (0000:71:00.0)" {
+		t.Errorf("NIC legend not in PCI order: %q, %q", legend[7], legend[8])
 	}
 	accels := topoSection(out, "Accelerators:")
 	if len(accels) != 8 || accels[0] != "  GPU0: 0000:53:00.0 10de:2330 nvidia" {
@@ -97,43 +104,9 @@ func TestTopoLayout(t *testing.T) {
 	if notShown := topoSection(out, "Not shown, no RDMA device ('efap2p topo --full' shows them):"); len(notShown) != 1 || !strings.HasPrefix(notShown[0], "  NET0: 0000:00:05.0 ") {
 		t.Errorf("not shown: %q", notShown)
 	}
-	if !strings.Contains(out, "'efap2p explain GPU0 NIC0'") {
-		t.Errorf("no hint to explain a pair:\n%s", out)
-	}
-}
-
-// TestTopoAffinity: CPU Affinity is the device's local_cpulist, NUMA
-// Affinity its numa_node; N/A where sysfs does not say.
-func TestTopoAffinity(t *testing.T) {
-	dir := writeTree(t, "p5.48xlarge")
-	dev := func(a string) string { return filepath.Join(dir, "bus/pci/devices", a) }
-	// GPU1 (64:00.0) and NIC1 (50:00.0) as sysfs shows them when it does
-	// not say: no local_cpulist, and GPU1's node unknown
-	for _, a := range []string{"0000:64:00.0", "0000:50:00.0"} {
-		if err := os.Remove(filepath.Join(dev(a), "local_cpulist")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Remove(filepath.Join(dev("0000:64:00.0"), "numa_node")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dev("0000:64:00.0"), "numa_node"), []byte("-1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, out, _ := runTool("topo", "--sysfs", dir)
-	rows := map[string][]string{}
-	for _, l := range strings.Split(out, "\n")[1:41] {
-		f := strings.Fields(l)
-		rows[f[0]] = f[len(f)-2:]
-	}
-	for row, want := range map[string][]string{
-		"GPU0": {"0-47,96-143", "0"},
-		"NIC0": {"0-47,96-143", "0"},
-		"GPU1": {"N/A", "N/A"},
-		"NIC1": {"N/A", "0"},
-	} {
-		if !slices.Equal(rows[row], want) {
-			t.Errorf("%s: affinity %q, want %q", row, rows[row], want)
+	for _, w := range []string{"'efap2p explain GPU0 NIC0'", "NV#  = never shown", "NVLink"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("topo does not say %q:\n%s", w, out)
 		}
 	}
 }
@@ -146,13 +119,12 @@ func TestTopoFull(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	lines := strings.Split(out, "\n")
-	header := strings.Fields(lines[0])
-	if len(header) != 8+32+1+4 || header[0] != "GPU0" || header[8] != "NIC0" || header[40] != "NET0" {
+	header, rows, _ := topoRows(out)
+	if len(header) != 1+8+32+1+3 || header[1] != "GPU0" || header[9] != "NIC0" || header[41] != "NET0" {
 		t.Fatalf("header %v", header)
 	}
-	gpu0 := strings.Fields(lines[1])
-	if gpu0[0] != "GPU0" || gpu0[1] != "X" || !slices.Equal(gpu0[9:13], []string{"PIX", "PIX", "PIX", "PIX"}) {
+	gpu0 := rows["GPU0"]
+	if gpu0[0] != " X " || !slices.Equal(gpu0[8:12], []string{"PIX", "PIX", "PIX", "PIX"}) {
 		t.Errorf("GPU0 row %v: want X on the diagonal, PIX for NIC0..NIC3", gpu0)
 	}
 	devs := topoSection(out, "Devices:")
@@ -232,7 +204,7 @@ func TestTopoNothingToShow(t *testing.T) {
 		if code != 0 || strings.Count(errs, "\n") > 1 || !strings.Contains(errs, tc.stderr) {
 			t.Errorf("%s: exit %d, stderr %q; want exit 0 and one line %q", tc.name, code, errs, tc.stderr)
 		}
-		if got := strings.HasPrefix(out, " "); got != tc.matrix {
+		if got := strings.HasPrefix(out, "\t"); got != tc.matrix {
 			t.Errorf("%s: matrix printed %v, want %v:\n%s", tc.name, got, tc.matrix, out)
 		}
 	}

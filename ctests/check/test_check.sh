@@ -43,14 +43,19 @@ npd)
 expect)
 	"$efap2p" sim write --machine p4d.24xlarge "$tmp/tree" >/dev/null || fail "sim write"
 	run 1 "$efap2p" check --sysfs "$tmp/tree" --expect p5.48xlarge
-	grep -q 'expected 32 EFA devices for p5.48xlarge, found 4: ' <<<"$out" || fail "no layout finding: $out"
+	grep -q 'expected 32 EFA devices for p5.48xlarge at its addresses, found 0 there (and 4 at other addresses): ' <<<"$out" || fail "no layout finding: $out"
 	;;
 prometheus)
 	command -v promtool >/dev/null || { echo "promtool not installed"; exit 77; }
 	"$efap2p" sim write --machine p5.48xlarge "$tmp/tree" >/dev/null || fail "sim write"
 	run 0 "$efap2p" check --sysfs "$tmp/tree" --format prometheus -o "$tmp/efap2p.prom"
 	promtool check metrics <"$tmp/efap2p.prom" || fail "promtool check metrics"
-	[ "$(grep -c '^efap2p_check_pair_p2p{.*} 1$' "$tmp/efap2p.prom")" = 256 ] || fail "not 256 P2P pairs"
+	# what an operator alerts on: every pair is OK, so no pair series
+	! grep -q '^efap2p_check_pair_' "$tmp/efap2p.prom" || fail "pair series of OK pairs"
+	grep -qx 'efap2p_check_pairs_p2p 256' "$tmp/efap2p.prom" || fail "not 256 P2P pairs counted"
+	run 0 "$efap2p" check --sysfs "$tmp/tree" --format prometheus --all-pairs -o "$tmp/all.prom"
+	promtool check metrics <"$tmp/all.prom" || fail "promtool check metrics (--all-pairs)"
+	[ "$(grep -c '^efap2p_check_pair_p2p{.*} 1$' "$tmp/all.prom")" = 256 ] || fail "--all-pairs: not 256 P2P pairs"
 	;;
 *)
 	fail "unknown case $case"

@@ -47,8 +47,10 @@ lstopo)
 	;;
 affinity)
 	topo=$(insim "$efap2p" topo)
-	grep -qE '^GPU0 .* 0-47,96-143 +0$' <<< "$topo" || fail "efap2p topo: GPU0's CPU affinity: $topo"
-	grep -qE '^GPU4 .* 48-95,144-191 +1$' <<< "$topo" || fail "efap2p topo: GPU4's CPU affinity: $topo"
+	# tab-separated as nvidia-smi topo -m: CPU Affinity, NUMA Affinity, an
+	# empty field, GPU NUMA ID
+	grep -qP '^GPU0\t.*\t0-47,96-143\t0\t\tN/A$' <<< "$topo" || fail "efap2p topo: GPU0's CPU affinity: $topo"
+	grep -qP '^GPU4\t.*\t48-95,144-191\t1\t\tN/A$' <<< "$topo" || fail "efap2p topo: GPU4's CPU affinity: $topo"
 	xml=$(insim "$efap2p" export --format nccl)
 	grep -q 'numaid="0" affinity="00000000,0000ffff,ffffffff,00000000,0000ffff,ffffffff"' <<< "$xml" ||
 		fail "the NCCL topology's node 0 has no affinity: $(grep '<cpu' <<< "$xml")"

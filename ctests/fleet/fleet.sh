@@ -172,7 +172,7 @@ taskprolog() {
 	has gdr_gpus=0 "firmware-blocked p5.48xlarge's NCCL topology"
 	local why
 	why=$(grep '^efap2p: no GPUDirect RDMA for this task' <<<"$out") || fail "firmware-blocked p5.48xlarge: no print line in the task's output:$(printf '\n%s' "$out" | grep -v '^[A-Z_a-z0-9]*=')"
-	[[ $why == *"(efap2p check: p2p-refused: GPU0 0000:53:00.0: P2P DMA is refused with 4 of its 4 switch-local EFA NICs"*"aws-ofi-nccl requires GPUDirect RDMA on p5.48xlarge and will not run there"* ]] ||
+	[[ $why == *"(efap2p check: p2p-refused: GPU0 0000:53:00.0: P2P DMA refused with 4 of its 4 switch-local EFA NICs"*"aws-ofi-nccl requires GPUDirect RDMA on p5.48xlarge and will not run there"* ]] ||
 		fail "firmware-blocked p5.48xlarge: the task's output says: $why"
 	echo "taskprolog: firmware-blocked p5.48xlarge: FI_HMEM_DISABLE_P2P=1, no GPU with gdr=\"1\"; the task's output: ${why:0:120}..."
 }
@@ -255,7 +255,7 @@ slurm)
 	printf 'MODEL=p5.48xlarge\nexport EFAP2P_TOPOLOGY=%s\n' "$tmp/topology.json" >"$tmp/scenario"
 	until_ok 30 is drained || fail "firmware-blocked NIC: $(state) ($(reason)), want drained"
 	r=$(reason)
-	[[ $r == "efap2p: PROBLEM p2p-refused: GPU4 0000:97:00.0: P2P DMA is refused with 1 of its 4 switch-local EFA NICs: 0000:93:00.0"* ]] ||
+	[[ $r == "efap2p: PROBLEM p2p-refused: GPU4 0000:97:00.0: P2P DMA refused with 1 of its 4 switch-local EFA NICs: rdmap147s0 (0000:93:00.0)"* ]] ||
 		fail "drain reason: $r"
 	scontrol show node "$node" | grep -q "Reason=efap2p: PROBLEM p2p-refused" || fail "scontrol show node: no reason: $(scontrol show node "$node")"
 	sinfo -R | grep -q "efap2p: PROBLEM" || fail "sinfo -R: $(sinfo -R)" # it cuts the reason at 20 characters

@@ -48,7 +48,7 @@ exit 0" "healthy, the node's GPUs"
 want "$(prolog "$nics" SLURM_STEP_GPUS=4 SLURM_JOB_GPUS=0,1,2)" "export FI_HMEM_DISABLE_P2P=1
 $nccl
 export EFAP2P_ENV=FI_HMEM_DISABLE_P2P,NCCL_TOPO_FILE
-$refused GPU4 0000:97:00.0: P2P DMA is refused with 4 of its 4 switch-local EFA NICs: 0000:93:00.0, 0000:94:00.0, 0000:95:00.0, 0000:96:00.0): $gdr
+$refused GPU4 0000:97:00.0: P2P DMA refused with 4 of its 4 switch-local EFA NICs: rdmap147s0 (0000:93:00.0), rdmap148s0 (0000:94:00.0), rdmap149s0 (0000:95:00.0), rdmap150s0 (0000:96:00.0)): $gdr
 exit 0" "blocked, the step's GPU 4"
 out=$(prolog "$nics" SLURM_JOB_GPUS=7)
 [[ $out == *"$refused GPU7 0000:ca:00.0: "* ]] || fail "blocked, the job's GPU 7: $out"

@@ -305,3 +305,27 @@ func TestCommandThin(t *testing.T) {
 		}
 	}
 }
+
+// TestInternalBelow: internal/ holds what the packages above share, so a
+// package under it imports nothing of the module outside internal/: a
+// helper for one package's tests lives beside that package (sim/simtest,
+// as net/http/httptest), not below the packages it would have to import.
+func TestInternalBelow(t *testing.T) {
+	top := root(t)
+	pkgs := scan(t, top)
+	names := make([]string, 0, len(pkgs))
+	for n := range pkgs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if !strings.HasPrefix(n, "internal/") {
+			continue
+		}
+		for _, imp := range pkgs[n].imports {
+			if !strings.HasPrefix(imp, "internal/") {
+				t.Errorf("%s imports %s from below it: a package under internal/ imports only internal/ packages", n, imp)
+			}
+		}
+	}
+}
