@@ -46,6 +46,16 @@
  *             are read on demand by the first)
  *   fork-storm  a SIGALRM 300 us after the last, whose handler forks,
  *             while the first calls run: no deadlock, every child exits
+ *   nested-fork  a single-threaded program forks child after child while
+ *             a SIGALRM every 500 us forks from its handler, many of them
+ *             inside the program's fork (between its prepare and parent
+ *             handlers); then the first calls (the core's load, the
+ *             caches' inserts) return, in a worker with a watchdog
+ *   abandon   20 fresh processes whose first calls a timer abandons
+ *             (siglongjmp from its SIGALRM handler) 50 us to 100 ms in:
+ *             the thread then asks again and is answered (P2P_DMA, the
+ *             pairwise query, cancellation enabled again), and so is
+ *             another thread
  *   ask       asks every device
  *   list      asks every device and prints "NAME BIT" lines, then whether
  *             the Go core is mapped and how many threads run
@@ -62,6 +72,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -651,6 +662,221 @@ static void mode_fork_storm(const char *want)
 	printf("test_host: %d forks from the handler\n", (int)handler_forks);
 }
 
+/* ---- forks nested in the program's own fork() ---- */
+
+/* This program's fork handlers, registered after the library's: its
+ * prepare runs before the library's, its parent and child handlers after,
+ * so that nest_depth > 0 spans the library's handlers and the system call. */
+static volatile sig_atomic_t nest_depth, nested_forks, nest_handler_forks, nest_failures;
+
+static void nest_prepare(void)
+{
+	nest_depth++;
+}
+
+static void nest_done(void)
+{
+	nest_depth--;
+}
+
+static void on_alarm_nest(int sig)
+{
+	int saved = errno, st, inside = nest_depth > 0;
+	pid_t pid = fork();
+
+	(void)sig;
+	if (pid == 0)
+		_exit(0);
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+		nest_failures++;
+	nested_forks += inside;
+	nest_handler_forks++;
+	errno = saved;
+}
+
+/* One process (single-threaded, the library never asked yet): fork after
+ * fork, each child exiting at once, while a SIGALRM every 500 us forks
+ * from its handler: many of those land inside the program's fork. Then
+ * the first calls, which load the core (loader sections) and fill the
+ * caches (the insert lock): no lock a fork took may be left held. */
+static void nest_worker(const char *want)
+{
+	struct itimerval it = { { 0, 500 }, { 0, 500 } };
+	double start = now_s();
+	int forks = 0;
+
+	pthread_atfork(nest_prepare, nest_done, nest_done);
+	signal(SIGALRM, on_alarm_nest);
+	setitimer(ITIMER_REAL, &it, NULL);
+	/* at most 20 s: where a nested fork leaks the loader's lock, every
+	 * later fork waits 2 s for it */
+	while (forks < 4000 && now_s() - start < 20) {
+		int st;
+		pid_t pid = fork();
+
+		if (pid == 0)
+			_exit(0);
+		if (pid < 0) {
+			CHECK(errno == EAGAIN || errno == EINTR, "fork: %s", strerror(errno));
+			continue;
+		}
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+		forks++;
+	}
+	memset(&it, 0, sizeof(it));
+	setitimer(ITIMER_REAL, &it, NULL);
+	printf("test_host: %d forks, %d from the handler, %d of them inside the program's fork (%.1f s)\n",
+	       forks, (int)nest_handler_forks, (int)nested_forks, now_s() - start);
+	fflush(stdout);
+	CHECK(nested_forks > 0, "no handler's fork ran inside the program's: the test does not test");
+	CHECK(!nest_failures, "%d of the handler's forks failed", (int)nest_failures);
+	open_all();
+	check_answers(want, ask_all());
+	CHECK(!nest_depth, "fork depth %d after the storm", (int)nest_depth);
+}
+
+/* The worker in a process of its own, with a watchdog: a lock left held
+ * shows as a hang, reported here. */
+static void mode_nested_fork(const char *want)
+{
+	pid_t pid = fork();
+	int st, waited;
+
+	if (pid == 0) {
+		nest_worker(want);
+		fflush(stdout);
+		_exit(check_failures > 100 ? 100 : check_failures);
+	}
+	CHECK(pid > 0, "fork: %s", strerror(errno));
+	for (waited = 0; pid > 0 && waited < 600; waited++) {
+		pid_t got = waitpid(pid, &st, WNOHANG);
+
+		if (got == pid)
+			break;
+		usleep(100000);
+	}
+	if (pid > 0 && waited == 600) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+		CHECK(0, "hung for 60 s after forks nested in fork(): a lock a fork took is still held");
+		return;
+	}
+	if (pid > 0)
+		CHECK(WIFEXITED(st) && !WEXITSTATUS(st), "the worker: %s %d",
+		      WIFSIGNALED(st) ? "killed by signal" : "exit status",
+		      WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+}
+
+/* ---- a first call abandoned by a siglongjmp ---- */
+
+static sigjmp_buf abandon_env;
+static volatile sig_atomic_t abandon_in_call, abandon_jumped;
+
+static void on_alarm_jump(int sig)
+{
+	(void)sig;
+	if (!abandon_in_call)
+		return;
+	abandon_jumped = 1;
+	siglongjmp(abandon_env, 1);
+}
+
+static volatile int other_got = -1;
+
+static void *other_asker(void *arg)
+{
+	(void)arg;
+	other_got = ask_all();
+	return NULL;
+}
+
+/* The thread's answers after whatever happened to its first call. */
+static void check_thread_answers(const char *want, const char *who)
+{
+	struct efadv_p2p_attr a;
+	query_peer_fn q = (query_peer_fn)dlsym(RTLD_DEFAULT, "efadv_p2p_query_peer");
+	int i, ok = 0, old = -1, got = ask_all();
+
+	if (!strcmp(want, "p2p"))
+		CHECK(got == ndevs, "%s: %d of %d devices have P2P_DMA, want all", who, got, ndevs);
+	for (i = 0; q && i < ndevs; i++)
+		ok += q(ctxs[i], "0000:53:00.0", &a, sizeof(a)) == 0;
+	if (!strcmp(want, "p2p"))
+		CHECK(ok == ndevs, "%s: %d of %d pairwise queries answered", who, ok, ndevs);
+	pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old);
+	CHECK(old == PTHREAD_CANCEL_ENABLE, "%s: cancellation left disabled", who);
+}
+
+/* One fresh process: a SIGALRM delay_us into the first calls jumps out of
+ * them (siglongjmp from its handler); then this thread asks again, and
+ * another thread. Prints whether the jump abandoned a call. */
+static void mode_abandon_one(const char *want, long delay_us)
+{
+	struct itimerval it = { { 0, 0 }, { delay_us / 1000000, delay_us % 1000000 } };
+	pthread_t t;
+
+	open_all();
+	signal(SIGALRM, on_alarm_jump);
+	if (!sigsetjmp(abandon_env, 1)) {
+		abandon_in_call = 1;
+		setitimer(ITIMER_REAL, &it, NULL);
+		ask_all();
+	}
+	abandon_in_call = 0;
+	memset(&it, 0, sizeof(it));
+	setitimer(ITIMER_REAL, &it, NULL);
+	printf("abandoned %d\n", (int)abandon_jumped);
+	check_thread_answers(want, "the thread whose call was abandoned");
+	pthread_create(&t, NULL, other_asker, NULL);
+	pthread_join(t, NULL);
+	if (!strcmp(want, "p2p"))
+		CHECK(other_got == ndevs, "another thread: %d of %d devices have P2P_DMA", other_got, ndevs);
+}
+
+/* Fresh processes whose first calls a timer abandons after 50 us to
+ * 100 ms: every one answers again afterwards. */
+static void mode_abandon(const char *want)
+{
+	static const long delays_us[] = { 50, 200, 500, 1000, 2000, 4000, 8000, 16000, 32000, 100000 };
+	int r, jumped = 0;
+
+	for (r = 0; r < 20; r++) {
+		char delay[32], out[256] = "";
+		char *args[] = { "test_host", "abandon-one", (char *)want, delay, NULL };
+		int p[2], st;
+		ssize_t n;
+		pid_t pid;
+
+		snprintf(delay, sizeof(delay), "%ld", delays_us[r % 10]);
+		if (pipe(p))
+			break;
+		pid = fork();
+		if (pid == 0) {
+			dup2(p[1], STDOUT_FILENO);
+			close(p[0]);
+			alarm(60);
+			execv("/proc/self/exe", args);
+			_exit(127);
+		}
+		close(p[1]);
+		n = read(p[0], out, sizeof(out) - 1);
+		while (n > 0 && n < (ssize_t)sizeof(out) - 1) {
+			ssize_t m = read(p[0], out + n, sizeof(out) - 1 - (size_t)n);
+
+			if (m <= 0)
+				break;
+			n += m;
+		}
+		close(p[0]);
+		CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && !WEXITSTATUS(st),
+		      "round %d (timer at %s us): %s", r, delay, out);
+		jumped += strstr(out, "abandoned 1") != NULL;
+	}
+	printf("test_host: %d of 20 first calls abandoned by a siglongjmp, every one answered again\n", jumped);
+	CHECK(jumped > 0, "no timer abandoned a call: the test does not test");
+}
+
 static void *first_caller(void *arg)
 {
 	(void)arg;
@@ -764,12 +990,18 @@ int main(int argc, char **argv)
 		mode_peer_first(want);
 	else if (!strcmp(mode, "cancel"))
 		mode_cancel(want);
+	else if (!strcmp(mode, "nested-fork"))
+		mode_nested_fork(want);
+	else if (!strcmp(mode, "abandon"))
+		mode_abandon(want);
+	else if (!strcmp(mode, "abandon-one") && argc > 3)
+		mode_abandon_one(want, atol(argv[3]));
 	else if (!strcmp(mode, "dlclose") && argc > 3)
 		mode_dlclose(want, argv[3]);
 	else {
 		fprintf(stderr, "usage: %s MODE p2p|none|any [nocore]\n"
 			"  MODE: ask signalfd as as-sweep nproc nproc-userns guard-page first-signal\n"
-			"        peer-first sigpipe storm fork-storm cancel\n"
+			"        peer-first sigpipe storm fork-storm nested-fork cancel abandon\n"
 			"       %s dlclose|with-lib|ctor p2p|none|any LIBRARY [nocore]\n", argv[0], argv[0]);
 		return 2;
 	}

@@ -255,26 +255,42 @@ void efap2p_core_atfork_child(void)
 		pthread_mutex_init(&load_lock, NULL);
 }
 
-/* A fork waits for a load in flight first, then for a cache insert. */
+/*
+ * A fork waits for a load in flight first, then for a cache insert. Forks
+ * nest in a thread: a signal handler may fork while the thread's own
+ * fork() runs its handlers or its system call (the kernel restarts a
+ * fork a signal interrupted, after the handler). Each handler is told the
+ * level of its fork, so that a lock is released by the fork that took it.
+ */
+static __thread unsigned fork_level;
+
 static void atfork_prepare(void)
 {
-	efap2p_loader_atfork_prepare();
-	efap2p_cache_atfork_prepare();
+	unsigned level = ++fork_level;
+
+	efap2p_loader_atfork_prepare(level);
+	efap2p_cache_atfork_prepare(level);
 }
 
 static void atfork_parent(void)
 {
-	efap2p_cache_atfork_parent();
-	efap2p_loader_atfork_parent();
+	unsigned level = fork_level;
+
+	efap2p_cache_atfork_parent(level);
+	efap2p_loader_atfork_parent(level);
+	fork_level = level - 1;
 }
 
 static void atfork_child(void)
 {
+	unsigned level = fork_level;
+
 	efap2p_core_atfork_child();
 	efap2p_config_atfork_child();
 	efap2p_precomp_atfork_child();
-	efap2p_cache_atfork_child();
-	efap2p_loader_atfork_child();
+	efap2p_cache_atfork_child(level);
+	efap2p_loader_atfork_child(level);
+	fork_level = level - 1;
 }
 
 /*

@@ -29,7 +29,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,7 +60,12 @@ static struct {
 enum { PC_NONE, PC_READY };
 static _Atomic int pc_state;
 static _Atomic int strs_state;	/* 0 not read, 1 attached, -1 cannot be */
-static pthread_mutex_t pc_lock = PTHREAD_MUTEX_INITIALIZER;
+/* names its holder (guard.c): a thread whose call was abandoned by a
+ * siglongjmp while it read the file takes it over and reads it again;
+ * others wait for such a holder a bounded time, then answer without the
+ * file (the core computes) */
+static struct efap2p_lock pc_lock;
+#define PC_WAIT_S 2
 static const struct efap2p_index *pc_index;
 
 /* Opens path for reading without blocking; 0 and fd, st, or an errno
@@ -429,11 +433,19 @@ static int try_candidate(const char *file, int explicit)
 	return 1;
 }
 
+/* Finds, checks and reads the file (under pc_lock). Done again from the
+ * start by a thread whose call was abandoned in it (what it allocated
+ * then is left). */
 static void load(void)
 {
 	const struct efap2p_config *cfg = efap2p_config();
 	const char *cand[CANDIDATES];
 	int i, n = 0, explicit = cfg->topology != NULL, nfiles = 0;
+
+	pc_index = NULL;
+	memset(&pc.ix, 0, sizeof(pc.ix));
+	pc.head = NULL;
+	pc.this_boot = 0;
 
 	if (explicit) {
 		cand[n++] = cfg->topology;
@@ -468,25 +480,34 @@ static void ensure_loaded(void)
 	if (atomic_load_explicit(&pc_state, memory_order_acquire) == PC_READY)
 		return;
 	efap2p_guard_enter(&g);
-	pthread_mutex_lock(&pc_lock);
-	if (atomic_load_explicit(&pc_state, memory_order_relaxed) != PC_READY) {
-		load();
-		atomic_store_explicit(&pc_state, PC_READY, memory_order_release);
+	if (!efap2p_lock_take_within(&pc_lock, PC_WAIT_S)) {
+		if (atomic_load_explicit(&pc_state, memory_order_relaxed) != PC_READY) {
+			load();
+			atomic_store_explicit(&pc_state, PC_READY, memory_order_release);
+		}
+		efap2p_lock_drop(&pc_lock);
 	}
-	pthread_mutex_unlock(&pc_lock);
 	efap2p_guard_leave(&g);
+}
+
+/* pc is read only once loaded (a load can be left waiting on an
+ * abandoned holder) */
+static int loaded(void)
+{
+	ensure_loaded();
+	return atomic_load_explicit(&pc_state, memory_order_acquire) == PC_READY;
 }
 
 const struct efap2p_index *efap2p_precomp(void)
 {
-	ensure_loaded();
-	return pc_index;
+	return loaded() ? pc_index : NULL;
 }
 
 const char *const *efap2p_precomp_core_files(void)
 {
-	ensure_loaded();
-	return pc.core_files;
+	static const char *const none[] = { NULL };
+
+	return loaded() ? pc.core_files : none;
 }
 
 int efap2p_precomp_this_boot(void)
@@ -496,8 +517,7 @@ int efap2p_precomp_this_boot(void)
 
 const char *efap2p_precomp_file(void)
 {
-	ensure_loaded();
-	return pc_index ? pc.path : NULL;
+	return efap2p_precomp() ? pc.path : NULL;
 }
 
 /* Reads len bytes at off of the index in use, which must be the one read
@@ -544,7 +564,10 @@ static int load_part(_Atomic int *state, int (*load)(void), const char *what)
 	if (!efap2p_precomp())
 		return ENOENT;
 	efap2p_guard_enter(&g);
-	pthread_mutex_lock(&pc_lock);
+	if (efap2p_lock_take_within(&pc_lock, PC_WAIT_S)) {
+		efap2p_guard_leave(&g);
+		return EIO;
+	}
 	st = atomic_load_explicit(state, memory_order_relaxed);
 	if (!st) {
 		int rc = load();
@@ -555,7 +578,7 @@ static int load_part(_Atomic int *state, int (*load)(void), const char *what)
 		st = rc ? -1 : 1;
 		atomic_store_explicit(state, st, memory_order_release);
 	}
-	pthread_mutex_unlock(&pc_lock);
+	efap2p_lock_drop(&pc_lock);
 	efap2p_guard_leave(&g);
 	return st > 0 ? 0 : EIO;
 }
@@ -626,5 +649,5 @@ int efap2p_nic_key(struct ibv_device *device, uint64_t *key)
 /* In the child of fork(): only this thread exists. */
 void efap2p_precomp_atfork_child(void)
 {
-	pthread_mutex_init(&pc_lock, NULL);
+	efap2p_lock_atfork_child(&pc_lock, efap2p_lock_mine(&pc_lock));
 }
