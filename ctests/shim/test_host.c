@@ -25,7 +25,15 @@
  *   with-lib  a library (the third argument) is loaded before the first
  *             call: one that carries a Go binary's build info among its
  *             data (a Go executable as data) but no Go runtime (godata.c),
- *             where the core still loads, or a Go one, where it does not
+ *             where the core still loads, or a Go one (golib.go), where it
+ *             does not: its collector still runs afterwards
+ *   with-lib-ns  the same, loaded into a link-map namespace of its own
+ *             (dlmopen LM_ID_NEWLM)
+ *   replaced  a Go library (third argument) loaded, then a C library
+ *             (fourth) renamed over its file: the core stays out, the Go
+ *             library's collector runs, and the log says why (the loaded
+ *             file read through its mapping by root; "replaced-nocap":
+ *             without CAP_SYS_ADMIN, the file there is another)
  *   ctor      a library (the third argument, ctorcall.c) whose constructor
  *             asks every device is loaded: the first calls, the core's
  *             load with them, run under the loader's lock
@@ -69,6 +77,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/capability.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -79,6 +88,7 @@
 #include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -462,14 +472,108 @@ static void mode_guard_page(const char *want)
 	CHECK(guarded[0] == 1, "the data changed");
 }
 
-/* A library loaded before the first call that needs the core. */
-static void mode_with_lib(const char *want, const char *lib)
+/* A Go library's collector runs (golib.go): it hangs where a second Go
+ * runtime shares the process. The alarm's default action ends a hang. */
+static void run_go_gc(void *h)
 {
-	void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	int (*gc)(void) = h ? (int (*)(void))dlsym(h, "golib_gc") : NULL;
+
+	if (!gc)
+		return;
+	alarm(10);
+	CHECK(gc() == 1, "golib_gc failed");
+	alarm(0);
+	printf("test_host: the Go library's collector ran\n");
+}
+
+/* A library loaded before the first call that needs the core (into a
+ * link-map namespace of its own with ns). */
+static void mode_with_lib(const char *want, const char *lib, int ns)
+{
+	void *h = ns ? dlmopen(LM_ID_NEWLM, lib, RTLD_NOW | RTLD_LOCAL) : dlopen(lib, RTLD_NOW | RTLD_LOCAL);
 
 	CHECK(h != NULL, "dlopen %s: %s", lib, dlerror());
 	open_all();
 	check_answers(want, ask_all());
+	run_go_gc(h);
+}
+
+/* Can this process open its mappings through /proc/self/map_files? */
+static int map_files_open(void)
+{
+	char line[512], path[128];
+	unsigned long start, end;
+	FILE *f = fopen("/proc/self/maps", "re");
+	int fd = -1;
+
+	while (f && fd < 0 && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx", &start, &end) == 2 && strchr(line, '/')) {
+			snprintf(path, sizeof(path), "/proc/self/map_files/%lx-%lx", start, end);
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+			break;
+		}
+	if (f)
+		fclose(f);
+	if (fd >= 0)
+		close(fd);
+	return fd >= 0;
+}
+
+/* Drops CAP_SYS_ADMIN and CAP_CHECKPOINT_RESTORE from the effective set:
+ * the mappings cannot be opened through map_files, files still can. */
+static void drop_map_files_caps(void)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+	static const int caps[] = { CAP_SYS_ADMIN, 40 /* CAP_CHECKPOINT_RESTORE */ };
+	size_t i;
+
+	CHECK_ERR(syscall(SYS_capget, &h, d) ? errno : 0, 0);
+	for (i = 0; i < sizeof(caps) / sizeof(caps[0]); i++)
+		d[caps[i] / 32].effective &= ~(1u << (caps[i] % 32));
+	CHECK_ERR(syscall(SYS_capset, &h, d) ? errno : 0, 0);
+}
+
+/* A Go library (golib) loaded from a file that a C library (clib) is
+ * then renamed over, as an upgrade would: the loaded object is still Go,
+ * and the core must stay out. The library's log says why: the loaded
+ * file was read through its mapping (root), or the file there now is
+ * another (nocap: without CAP_SYS_ADMIN, or not root). */
+static void mode_replaced(const char *want, const char *golib, const char *clib, int nocap)
+{
+	const char *why, *tmpdir = getenv("TMPDIR");
+	char dir[256], path[512], tmp[512], log[8192] = "", cmd[2048];
+	int fd, saved;
+	ssize_t n;
+	void *h;
+
+	if (nocap)
+		drop_map_files_caps();
+	why = map_files_open() ? "has a Go runtime" : "was replaced or removed since it was loaded";
+	snprintf(dir, sizeof(dir), "%s/efap2p-replaced.XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+	CHECK(mkdtemp(dir) != NULL, "mkdtemp %s: %s", dir, strerror(errno));
+	snprintf(path, sizeof(path), "%s/libplugin.so", dir);
+	snprintf(tmp, sizeof(tmp), "%s/libplugin.so.new", dir);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && cp '%s' '%s'", golib, path, clib, tmp);
+	CHECK(system(cmd) == 0, "%s failed", cmd);
+	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	CHECK(h != NULL, "dlopen %s: %s", path, dlerror());
+	CHECK_ERR(rename(tmp, path) ? errno : 0, 0);
+	open_all();
+	/* the library's log, kept in a file */
+	fd = open(dir, O_TMPFILE | O_RDWR, 0600);
+	saved = dup(STDERR_FILENO);
+	CHECK(fd >= 0 && saved >= 0, "cannot keep stderr: %s", strerror(errno));
+	dup2(fd, STDERR_FILENO);
+	check_answers(want, ask_all());
+	dup2(saved, STDERR_FILENO);
+	n = pread(fd, log, sizeof(log) - 1, 0);
+	log[n > 0 ? n : 0] = 0;
+	fputs(log, stderr);
+	CHECK(strstr(log, why) != NULL, "the library does not say the loaded library \"%s\"", why);
+	run_go_gc(h);
+	unlink(path);
+	rmdir(dir);
 }
 
 /* A library whose constructor makes the process's first calls (ctorcall.c):
@@ -972,7 +1076,11 @@ int main(int argc, char **argv)
 	} else if (!strcmp(mode, "guard-page"))
 		mode_guard_page(want);
 	else if (!strcmp(mode, "with-lib") && argc > 3)
-		mode_with_lib(want, argv[3]);
+		mode_with_lib(want, argv[3], 0);
+	else if (!strcmp(mode, "with-lib-ns") && argc > 3)
+		mode_with_lib(want, argv[3], 1);
+	else if (!strncmp(mode, "replaced", 8) && argc > 4)
+		mode_replaced(want, argv[3], argv[4], !strcmp(mode, "replaced-nocap"));
 	else if (!strcmp(mode, "ctor") && argc > 3)
 		mode_ctor(want, argv[3]);
 	else if (!strcmp(mode, "ask")) {
@@ -1002,7 +1110,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s MODE p2p|none|any [nocore]\n"
 			"  MODE: ask signalfd as as-sweep nproc nproc-userns guard-page first-signal\n"
 			"        peer-first sigpipe storm fork-storm nested-fork cancel abandon\n"
-			"       %s dlclose|with-lib|ctor p2p|none|any LIBRARY [nocore]\n", argv[0], argv[0]);
+			"       %s dlclose|with-lib|with-lib-ns|ctor p2p|none|any LIBRARY [nocore]\n"
+			"       %s replaced|replaced-nocap p2p|none|any GO_LIBRARY C_LIBRARY [nocore]\n",
+			argv[0], argv[0], argv[0]);
 		return 2;
 	}
 	if (nocore)
