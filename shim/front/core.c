@@ -35,6 +35,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -72,21 +73,31 @@ static __thread int loading;
 static char self_dir[PATH_MAX];
 
 /* dlopen()s path (only if already loaded, with RTLD_NOLOAD in flags);
- * when it exists but does not load, why says why. */
+ * when it is there but does not load, why says why: that it cannot be
+ * read (a file this user may not read, or in a folder it cannot enter),
+ * or dlopen's reason. */
 static void *try_core(const char *path, int flags, char *why, size_t len)
 {
 	const char *err = NULL;
 	sigset_t old;
 	void *h;
+	int fd;
 
 	efap2p_loader_enter(&old);
 	h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE | flags);
 	if (!h)
 		err = dlerror();
 	efap2p_loader_leave(&old);
-	if (!h && !(flags & RTLD_NOLOAD) && access(path, F_OK) == 0)
+	if (h || (flags & RTLD_NOLOAD))
+		return h;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd >= 0) {
+		close(fd);
 		snprintf(why, len, "%s", err ? err : "dlopen failed");
-	return h;
+	} else if (errno != ENOENT && errno != ENOTDIR) {
+		snprintf(why, len, "%s cannot be read (%s)", path, strerror(errno));
+	}
+	return NULL;
 }
 
 /* dlopen()s the first core found (with RTLD_NOLOAD: the first one already
