@@ -5,6 +5,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"github.com/efap2p/efap2p/internal/secenv"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -54,7 +55,7 @@ func libraryCandidates(dir, libDir string) []string {
 // lib/<multiarch>, lib64), else in that of libDir. The path returned is
 // absolute, as LD_PRELOAD needs in a child that may change directory.
 func FindLibrary(executable func() (string, error), libDir string) (string, error) {
-	if p := os.Getenv("EFASIM_LIBRARY"); p != "" {
+	if p := secenv.Getenv("EFASIM_LIBRARY"); p != "" {
 		abs, err := filepath.Abs(p)
 		if err == nil {
 			err = readableFile(abs)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/efap2p/efap2p/internal/secenv"
 	"io"
 	"os"
 	"path/filepath"
@@ -118,9 +119,9 @@ func checkCommand(args []string, stdout, stderr io.Writer) error {
 	switch {
 	case of.kernel != nil:
 		opt.Kernel = *of.kernel
-	case os.Getenv(p2p.KernelEnv) != "":
+	case secenv.Getenv(p2p.KernelEnv) != "":
 		// The verdicts follow $EFAP2P_KERNEL: so does every finding.
-		opt.Kernel, opt.KernelSource = os.Getenv(p2p.KernelEnv), "environment"
+		opt.Kernel, opt.KernelSource = secenv.Getenv(p2p.KernelEnv), "environment"
 	}
 	if *expect != "" {
 		m, err := loadExpect(*expect)

@@ -12,6 +12,8 @@
  *                         (tests and emulated hosts)
  *   EFAP2P_KERNEL         the kernel release whose p2pdma rules decide
  *                         (default uname -r)
+ *   EFAP2P_KERNEL_CONFIG  the kernel's build configuration (whether it has
+ *                         PCI_P2PDMA), for the Go core
  *   EFAP2P_CORE           the Go core to load instead of the one found next
  *                         to the library
  *   SYSFS_PATH            the sysfs root, as libibverbs reads it
@@ -28,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "front.h"
@@ -95,6 +98,9 @@ static void config_read(void)
 	config.core = nonempty(secure_getenv("EFAP2P_CORE"));
 	config.sysfs = sysfs_path();
 	config.kernel = nonempty(secure_getenv("EFAP2P_KERNEL"));
+	config.kernel_config = nonempty(secure_getenv("EFAP2P_KERNEL_CONFIG"));
+	/* file capabilities too: glibc's own test for secure_getenv */
+	config.secure = getauxval(AT_SECURE) != 0 || getuid() != geteuid() || getgid() != getegid();
 	/* efap2p_log would wait for the config: write these directly */
 	if (bad_log)
 		log_line(EFAP2P_LOG_ERROR, "EFAP2P_LOG=%s is not off, error, info or debug: using error", log);

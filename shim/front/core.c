@@ -158,6 +158,9 @@ static int load_core(const sigset_t *caller)
 		.topology_files = efap2p_precomp_core_files(),
 		.log_level = cfg->log_level,
 		.kernel = cfg->kernel,
+		.kernel_config = cfg->kernel_config,
+		.sysfs = cfg->sysfs,
+		.secure = cfg->secure,
 	};
 	char why[PATH_MAX + 256];
 	void *h = find_core(RTLD_NOLOAD, why, sizeof(why));

@@ -94,7 +94,8 @@ int efap2p_lock_mine(struct efap2p_lock *l);
 /* In the child of fork(): held by its only thread (keep), else free. */
 void efap2p_lock_atfork_child(struct efap2p_lock *l, int keep);
 
-/* config.c: the environment (EFAP2P_*, SYSFS_PATH), and the log. */
+/* config.c: the environment (EFAP2P_*, SYSFS_PATH, read with
+ * secure_getenv), and the log. */
 enum {
 	EFAP2P_MODE_ENFORCE = 0,
 	EFAP2P_MODE_ADVISE = 1,
@@ -109,6 +110,8 @@ struct efap2p_config {
 	const char *core;	/* EFAP2P_CORE, NULL when unset */
 	const char *sysfs;	/* the sysfs root: $SYSFS_PATH or /sys */
 	const char *kernel;	/* EFAP2P_KERNEL, NULL when unset */
+	const char *kernel_config; /* EFAP2P_KERNEL_CONFIG, NULL when unset */
+	int secure;		/* AT_SECURE: the variables above are all unset */
 };
 
 const struct efap2p_config *efap2p_config(void);
