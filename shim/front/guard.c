@@ -238,13 +238,17 @@ int efap2p_in_guard(void)
 int efap2p_reentered_at(const void *frame)
 {
 	struct efap2p_guard *g = active;
+	int saved, nested;
 	stack_t ss;
 
 	if (!g)
 		return 0;
 	if ((uintptr_t)frame < (uintptr_t)g)
 		return 1;
-	if (sigaltstack(NULL, &ss) || (ss.ss_flags & SS_ONSTACK))
+	saved = errno;
+	nested = sigaltstack(NULL, &ss) || (ss.ss_flags & SS_ONSTACK);
+	errno = saved;
+	if (nested)
 		return 1;
 	active = NULL;
 	pthread_setcancelstate(outer_cancel, NULL);
