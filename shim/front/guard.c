@@ -187,8 +187,11 @@ void efap2p_lock_atfork_child(struct efap2p_lock *l, int keep)
 /* ---- guards ---- */
 
 static __thread struct efap2p_guard *active;
-/* the cancellation state the outermost guard of this thread found */
-static __thread int outer_cancel;
+/* the cancellation state the outermost guard of this thread found; while
+ * cancel_pending is set, that guard is between marking itself and saving
+ * the state (outer_cancel is the one found before) */
+static __thread int outer_cancel = PTHREAD_CANCEL_ENABLE;
+static __thread int cancel_pending;
 
 void efap2p_signals_block(sigset_t *old)
 {
@@ -208,16 +211,28 @@ void efap2p_signals_restore(const sigset_t *old)
 	pthread_sigmask(SIG_SETMASK, old, NULL);
 }
 
+/*
+ * The mark comes first, then the cancellation state is changed, and on
+ * leaving it is restored first, then the mark dropped: a siglongjmp at
+ * any point leaves either no change or a marked guard, whose drop
+ * restores the state (efap2p_reentered_at). A handler's call from inside
+ * is a nested one and leaves outer_cancel alone.
+ */
 void efap2p_guard_enter(struct efap2p_guard *g)
 {
+	int outermost = !active;
+
 	g->npending = 0;
 	g->outer = active;
-	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &g->cancel);
+	g->cancel = PTHREAD_CANCEL_ENABLE;
+	if (outermost)
+		cancel_pending = 1;
 	active = g;
-	/* after the mark: a handler's call from here on is a nested one, and
-	 * leaves outer_cancel alone */
-	if (!g->outer)
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &g->cancel);
+	if (outermost) {
 		outer_cancel = g->cancel;
+		cancel_pending = 0;
+	}
 }
 
 int efap2p_in_guard(void)
@@ -251,7 +266,17 @@ int efap2p_reentered_at(const void *frame)
 	if (nested)
 		return 1;
 	active = NULL;
-	pthread_setcancelstate(outer_cancel, NULL);
+	if (cancel_pending) {
+		/* abandoned around the change: if it had not happened the
+		 * state is the program's, else what it found last time */
+		int now;
+
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &now);
+		pthread_setcancelstate(now == PTHREAD_CANCEL_ENABLE ? now : outer_cancel, NULL);
+		cancel_pending = 0;
+	} else {
+		pthread_setcancelstate(outer_cancel, NULL);
+	}
 	return 0;
 }
 
@@ -272,8 +297,8 @@ void efap2p_guard_leave(struct efap2p_guard *g)
 {
 	int saved = errno;
 
-	active = g->outer;
 	pthread_setcancelstate(g->cancel, NULL);
+	active = g->outer;
 	if (g->npending && active)
 		efap2p_guard_defer(g->pending, g->npending);
 	else if (g->npending && write(STDERR_FILENO, g->pending, g->npending) < 0) {
