@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/efap2p/efap2p/internal/secenv"
 	"github.com/efap2p/efap2p/p2p"
 	"github.com/efap2p/efap2p/verbs"
 )
@@ -47,7 +48,7 @@ var warned sync.Map
 // warnf reports a problem the package works around, once per message, on
 // standard error; EFAP2P_LOG=off silences it.
 func warnf(format string, args ...any) {
-	if strings.EqualFold(os.Getenv("EFAP2P_LOG"), "off") {
+	if strings.EqualFold(secenv.Getenv("EFAP2P_LOG"), "off") {
 		return
 	}
 	msg := fmt.Sprintf(format, args...)

@@ -160,10 +160,7 @@ func ReadKernelConfigFile(name string) (KernelConfig, error) {
 // when it is unset (or ignored: in a setuid, setgid or file-capability
 // process).
 func KernelConfigFromEnv() (*KernelConfig, error) {
-	if secenv.Secure() {
-		return nil, nil
-	}
-	name := strings.TrimSpace(os.Getenv(KernelConfigEnv))
+	name := strings.TrimSpace(secenv.Getenv(KernelConfigEnv))
 	if name == "" {
 		return nil, nil
 	}

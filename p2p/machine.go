@@ -53,7 +53,7 @@ type Defaults struct {
 func (d Defaults) Options(topo *Topology) Options {
 	var opts Options
 	if !d.NoKernelEnv {
-		if v := strings.TrimSpace(os.Getenv(KernelEnv)); v != "" && os.Getuid() == os.Geteuid() && os.Getgid() == os.Getegid() {
+		if v := strings.TrimSpace(secenv.Getenv(KernelEnv)); v != "" {
 			if r, err := ParseRelease(v); err == nil {
 				opts.Kernel = r
 			} else {
@@ -78,8 +78,8 @@ func (d Defaults) Options(topo *Topology) Options {
 		// another machine's tree: its own files, never this host's
 		places = []string{root + BootTopologyFile, root + OperatorTopologyFile}
 	} else {
-		if !d.NoTopologyEnv && !secenv.Secure() {
-			if f := os.Getenv("EFAP2P_TOPOLOGY"); f != "" {
+		if !d.NoTopologyEnv {
+			if f := secenv.Getenv("EFAP2P_TOPOLOGY"); f != "" {
 				opts.TopologyFile = f
 				return opts
 			}
@@ -99,8 +99,8 @@ func (d Defaults) Options(topo *Topology) Options {
 // defaultPlaces are BootTopologyFile and OperatorTopologyFile, below
 // $EFAP2P_TOPOLOGY_ROOT when env allows it and it is set.
 func defaultPlaces(env bool) []string {
-	if env && !secenv.Secure() {
-		if root := strings.TrimRight(os.Getenv("EFAP2P_TOPOLOGY_ROOT"), "/"); root != "" {
+	if env {
+		if root := strings.TrimRight(secenv.Getenv("EFAP2P_TOPOLOGY_ROOT"), "/"); root != "" {
 			return []string{root + BootTopologyFile, root + OperatorTopologyFile}
 		}
 	}

@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/efap2p/efap2p/internal/secenv"
 )
 
 // Release is a Linux kernel release whose p2pdma rules decide a verdict: a
@@ -241,22 +242,21 @@ func RunningRelease() (Release, error) {
 const KernelEnv = "EFAP2P_KERNEL"
 
 // ReleaseFromEnv returns the release named by $EFAP2P_KERNEL (ignored in a
-// setuid or setgid process, like SYSFS_PATH), else the running kernel's.
+// secure-execution process: setuid, setgid, file capabilities, like
+// SYSFS_PATH), else the running kernel's.
 // A malformed value is an error that names the variable; the running
 // kernel's release is returned with it.
 func ReleaseFromEnv() (Release, error) {
-	if os.Getuid() == os.Geteuid() && os.Getgid() == os.Getegid() {
-		if v := strings.TrimSpace(os.Getenv(KernelEnv)); v != "" {
-			r, err := ParseRelease(v)
-			if err == nil {
-				return r, nil
-			}
-			run, rerr := RunningRelease()
-			if rerr != nil {
-				run = releaseLatest
-			}
-			return run, fmt.Errorf("%s: %w; using the running kernel's (%s)", KernelEnv, err, run)
+	if v := strings.TrimSpace(secenv.Getenv(KernelEnv)); v != "" {
+		r, err := ParseRelease(v)
+		if err == nil {
+			return r, nil
 		}
+		run, rerr := RunningRelease()
+		if rerr != nil {
+			run = releaseLatest
+		}
+		return run, fmt.Errorf("%s: %w; using the running kernel's (%s)", KernelEnv, err, run)
 	}
 	return RunningRelease()
 }

@@ -30,10 +30,7 @@ const defaultSysfsRoot = "/sys"
 // when set (trailing slashes dropped), else /sys. The variable is ignored
 // in a secure-execution process (setuid, setgid, file capabilities).
 func SysfsRoot() string {
-	if secenv.Secure() {
-		return defaultSysfsRoot
-	}
-	if p := strings.TrimRight(os.Getenv("SYSFS_PATH"), "/"); p != "" {
+	if p := strings.TrimRight(secenv.Getenv("SYSFS_PATH"), "/"); p != "" {
 		return p
 	}
 	return defaultSysfsRoot

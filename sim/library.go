@@ -3,12 +3,17 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
+
+	"github.com/efap2p/efap2p/internal/secenv"
 )
 
 // LibraryName is the file name of the emulator's preload library.
@@ -51,10 +56,13 @@ func libraryCandidates(dir, libDir string) []string {
 // lib/<multiarch>, lib64), else in that of libDir. The path returned is
 // absolute, as LD_PRELOAD needs in a child that may change directory.
 func FindLibrary(executable func() (string, error), libDir string) (string, error) {
-	if p := os.Getenv("EFASIM_LIBRARY"); p != "" {
+	if p := secenv.Getenv("EFASIM_LIBRARY"); p != "" {
 		abs, err := filepath.Abs(p)
 		if err == nil {
-			err = regularFile(abs)
+			err = readableFile(abs)
+		}
+		if errors.Is(err, fs.ErrPermission) {
+			return "", fmt.Errorf("EFASIM_LIBRARY=%s cannot be read (%w)", p, unwrapPath(err))
 		}
 		if err != nil {
 			return "", fmt.Errorf("EFASIM_LIBRARY=%s: %w", p, err)
@@ -69,15 +77,34 @@ func FindLibrary(executable func() (string, error), libDir string) (string, erro
 		exe = resolved
 	}
 	candidates := libraryCandidates(filepath.Dir(exe), libDir)
+	var unreadable []string
 	for _, c := range candidates {
-		if regularFile(c) == nil {
+		err := readableFile(c)
+		if err == nil {
 			return filepath.Abs(c)
 		}
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+			unreadable = append(unreadable, fmt.Sprintf("%s cannot be read (%v)", c, unwrapPath(err)))
+		}
+	}
+	if len(unreadable) > 0 {
+		return "", fmt.Errorf("%s, the emulator's library: %s: make it readable to this user (uid %d), or set EFASIM_LIBRARY to a copy it can read",
+			LibraryName, strings.Join(unreadable, "; "), os.Getuid())
 	}
 	return "", fmt.Errorf("%s, the emulator's library, not found (looked for %s): install it (make install, or the efap2p-sim package), build it ('make c-build' in the source tree), or set EFASIM_LIBRARY",
 		LibraryName, strings.Join(candidates, ", "))
 }
 
+// unwrapPath is err without the operation and path a *fs.PathError adds.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// regularFile reports whether p is a regular file (nil), or why not.
 func regularFile(p string) error {
 	st, err := os.Stat(p)
 	if err != nil {
@@ -87,4 +114,19 @@ func regularFile(p string) error {
 		return fmt.Errorf("%s is not a regular file", p)
 	}
 	return nil
+}
+
+// readableFile reports whether p is a regular file this process can open
+// for reading (nil), or why not: fs.ErrNotExist only when nothing is
+// there; a file in a folder this user cannot enter, or one it may not
+// read, is a permission error.
+func readableFile(p string) error {
+	if err := regularFile(p); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }

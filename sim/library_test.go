@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -60,5 +61,44 @@ func TestFindLibraryLayouts(t *testing.T) {
 	executable = func() (string, error) { return exe, nil }
 	if got, err := FindLibrary(executable, libDir); err != nil || got != filepath.Join(root, "bin", "libefasim.so") {
 		t.Errorf("build tree and installed layout: %q, %v; want the one next to the executable", got, err)
+	}
+}
+
+// TestFindLibraryUnreadable: a library that is there but cannot be read
+// (in a folder this user cannot enter, or a file it may not read) is
+// said to be so, never "not found".
+func TestFindLibraryUnreadable(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads every file: the case needs another user (ctests run it as uid 65534)")
+	}
+	t.Setenv("EFASIM_LIBRARY", "")
+	for _, tc := range []struct {
+		name          string
+		dirMode, mode os.FileMode
+	}{
+		{"a folder closed to the user", 0o600, 0o644},
+		{"a file the user may not read", 0o755, 0o200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			bin := filepath.Join(root, "bin")
+			if err := os.MkdirAll(bin, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			lib := filepath.Join(bin, LibraryName)
+			if err := os.WriteFile(lib, nil, tc.mode); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(bin, tc.dirMode); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.Chmod(bin, 0o755) })
+			exe := func() (string, error) { return filepath.Join(bin, "efap2p"), nil }
+			_, err := FindLibrary(exe, "")
+			if err == nil || strings.Contains(err.Error(), "not found") ||
+				!strings.Contains(err.Error(), lib+" cannot be read (permission denied)") {
+				t.Errorf("FindLibrary: %v; want %q", err, lib+" cannot be read (permission denied)")
+			}
+		})
 	}
 }

@@ -14,7 +14,9 @@
 // early). ibv_reg_dmabuf_mr needs rdma-core 34 or later.
 //
 // Devices are found where libibverbs finds them: the sysfs tree at
-// $SYSFS_PATH, else /sys (the variable is ignored in setuid programs).
+// $SYSFS_PATH, else /sys. In a secure-execution program (setuid, setgid,
+// file capabilities) the variable, and rdma-core's others that redirect
+// what libibverbs reads or loads, are removed before it is loaded: /sys.
 // A device's PCI function is the target of class/infiniband/<name>/device
 // in that tree.
 //

@@ -8,11 +8,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/efap2p/efap2p/answer"
+	"github.com/efap2p/efap2p/internal/secenv"
 	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/nodecheck"
 	"github.com/efap2p/efap2p/p2p"
@@ -139,9 +139,9 @@ func checkCommand(args []string, stdout, stderr io.Writer) error {
 	switch {
 	case of.kernel != nil:
 		opt.Kernel = *of.kernel
-	case os.Getenv(p2p.KernelEnv) != "":
+	case secenv.Getenv(p2p.KernelEnv) != "":
 		// The verdicts follow $EFAP2P_KERNEL: so does every finding.
-		opt.Kernel, opt.KernelSource = os.Getenv(p2p.KernelEnv), "environment"
+		opt.Kernel, opt.KernelSource = secenv.Getenv(p2p.KernelEnv), "environment"
 	}
 	if *expect != "" {
 		m, err := loadExpect(*expect)

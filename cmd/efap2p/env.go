@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/efap2p/efap2p/answer"
+	"github.com/efap2p/efap2p/internal/secenv"
 	"github.com/efap2p/efap2p/jobenv"
 	"github.com/efap2p/efap2p/nccltopo"
 	"github.com/efap2p/efap2p/p2p"
@@ -143,8 +144,8 @@ func runEnv(args []string, stdout, stderr io.Writer) error {
 	switch {
 	case of.kernel != nil:
 		opts.Kernel = *of.kernel
-	case os.Getenv(p2p.KernelEnv) != "":
-		opts.Kernel, opts.KernelSource = os.Getenv(p2p.KernelEnv), "environment"
+	case secenv.Getenv(p2p.KernelEnv) != "":
+		opts.Kernel, opts.KernelSource = secenv.Getenv(p2p.KernelEnv), "environment"
 	}
 	if *format == jobenv.FormatLibfabricConf {
 		// a file for every process of the node: no one's environment

@@ -9,15 +9,22 @@
 #     the entries are needed);
 #   - with them, an error of the program's own is still reported (they name
 #     Go runtime frames only), and so are the Go threads' possible leaks
-#     when the suppressions are left out.
+#     when the suppressions are left out;
+#   - with a topology file the core reads (the JSON: its index removed, or
+#     the file edited by hand after export wrote it, which makes the index
+#     stale), valgrind exits 0 with the suppressions too.
 #   check_valgrind.sh VALGRIND EFAP2P LIBEFAP2P SUPP TEST_VALGRIND
 set -euo pipefail
 valgrind=$1 efap2p=$2 lib=$3 supp=$4 prog=$5
 log=$(mktemp "${TMPDIR:-/tmp}/efap2p-valgrind.XXXXXX")
 trap 'rm -f "$log"' EXIT
+# vg [ARGS...]: the program under valgrind; with $setup set, that shell
+# command runs first inside the emulated host (its topology file)
+setup=""
 vg() {
 	env -u EFAP2P_MODE -u EFAP2P_TOPOLOGY -u EFAP2P_CORE LD_PRELOAD="$lib" \
-		"$efap2p" sim --machine p5.48xlarge -- "$valgrind" --error-exitcode=99 \
+		"$efap2p" sim --machine p5.48xlarge -- sh -c "$setup"'
+		exec "$@"' sh "$valgrind" --error-exitcode=99 \
 		--leak-check=full --show-leak-kinds=definite,indirect,possible \
 		--errors-for-leak-kinds=definite,indirect "$@" >"$log" 2>&1
 }
@@ -40,4 +47,13 @@ vg --suppressions="$supp" "$prog" bug || rc=$?
 [ "$rc" = 99 ] || fail "the program's own error: exit $rc, want 99"
 grep -q 'by 0x[0-9A-F]*: main (test_valgrind.c' "$log" || grep -q 'at 0x[0-9A-F]*: main (test_valgrind.c' "$log" ||
 	fail "the program's own error is not reported in main"
-echo "valgrind: 0 errors with the suppressions ($suppressed suppressed), the Go core's reported without, the program's own reported with"
+
+# the core reads the JSON file: no index, or one made stale by an edit
+boot='"$EFAP2P_TOPOLOGY_ROOT"/run/efap2p/topology.json'
+export_boot="env -u LD_PRELOAD $efap2p export --boot 2>/dev/null"
+for c in "no index:rm $boot.idx" "hand-edited:sed -i 's/\": /\":  /' $boot"; do
+	setup="$export_boot && ${c#*:} &&"
+	vg --suppressions="$supp" "$prog" || fail "with a topology file, ${c%%:*}: exit $?"
+	grep -q 'test_valgrind: 32 devices with P2P_DMA' "$log" || fail "with a topology file, ${c%%:*}: no answers"
+done
+echo "valgrind: 0 errors with the suppressions ($suppressed suppressed), with the topology file's JSON read by the core too; the Go core's reported without, the program's own reported with"

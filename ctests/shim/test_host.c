@@ -25,7 +25,15 @@
  *   with-lib  a library (the third argument) is loaded before the first
  *             call: one that carries a Go binary's build info among its
  *             data (a Go executable as data) but no Go runtime (godata.c),
- *             where the core still loads, or a Go one, where it does not
+ *             where the core still loads, or a Go one (golib.go), where it
+ *             does not: its collector still runs afterwards
+ *   with-lib-ns  the same, loaded into a link-map namespace of its own
+ *             (dlmopen LM_ID_NEWLM)
+ *   replaced  a Go library (third argument) loaded, then a C library
+ *             (fourth) renamed over its file: the core stays out, the Go
+ *             library's collector runs, and the log says why (the loaded
+ *             file read through its mapping by root; "replaced-nocap":
+ *             without CAP_SYS_ADMIN, the file there is another)
  *   ctor      a library (the third argument, ctorcall.c) whose constructor
  *             asks every device is loaded: the first calls, the core's
  *             load with them, run under the loader's lock
@@ -46,6 +54,16 @@
  *             are read on demand by the first)
  *   fork-storm  a SIGALRM 300 us after the last, whose handler forks,
  *             while the first calls run: no deadlock, every child exits
+ *   nested-fork  a single-threaded program forks child after child while
+ *             a SIGALRM every 500 us forks from its handler, many of them
+ *             inside the program's fork (between its prepare and parent
+ *             handlers); then the first calls (the core's load, the
+ *             caches' inserts) return, in a worker with a watchdog
+ *   abandon   20 fresh processes whose first calls a timer abandons
+ *             (siglongjmp from its SIGALRM handler) 50 us to 100 ms in:
+ *             the thread then asks again and is answered (P2P_DMA, the
+ *             pairwise query, cancellation enabled again), and so is
+ *             another thread
  *   ask       asks every device
  *   list      asks every device and prints "NAME BIT" lines, then whether
  *             the Go core is mapped and how many threads run
@@ -59,15 +77,18 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/capability.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -451,14 +472,115 @@ static void mode_guard_page(const char *want)
 	CHECK(guarded[0] == 1, "the data changed");
 }
 
-/* A library loaded before the first call that needs the core. */
-static void mode_with_lib(const char *want, const char *lib)
+/* A Go library's collector runs (golib.go): it hangs where a second Go
+ * runtime shares the process. The alarm's default action ends a hang. */
+static void run_go_gc(void *h)
 {
-	void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	int (*gc)(void) = h ? (int (*)(void))dlsym(h, "golib_gc") : NULL;
 
+	if (!gc)
+		return;
+	alarm(10);
+	CHECK(gc() == 1, "golib_gc failed");
+	alarm(0);
+	printf("test_host: the Go library's collector ran\n");
+}
+
+/* A library loaded before the first call that needs the core (into a
+ * link-map namespace of its own with ns: after the devices are opened,
+ * since the emulator's heap broke in about 1 run in 10 when a second libc
+ * was loaded into the process before it opened them, with or without
+ * libefap2p). */
+static void mode_with_lib(const char *want, const char *lib, int ns)
+{
+	void *h;
+
+	if (ns)
+		open_all();
+	h = ns ? dlmopen(LM_ID_NEWLM, lib, RTLD_NOW | RTLD_LOCAL) : dlopen(lib, RTLD_NOW | RTLD_LOCAL);
 	CHECK(h != NULL, "dlopen %s: %s", lib, dlerror());
-	open_all();
+	if (!ns)
+		open_all();
 	check_answers(want, ask_all());
+	run_go_gc(h);
+}
+
+/* Can this process open its mappings through /proc/self/map_files? */
+static int map_files_open(void)
+{
+	char line[512], path[128];
+	unsigned long start, end;
+	FILE *f = fopen("/proc/self/maps", "re");
+	int fd = -1;
+
+	while (f && fd < 0 && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx", &start, &end) == 2 && strchr(line, '/')) {
+			snprintf(path, sizeof(path), "/proc/self/map_files/%lx-%lx", start, end);
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+			break;
+		}
+	if (f)
+		fclose(f);
+	if (fd >= 0)
+		close(fd);
+	return fd >= 0;
+}
+
+/* Drops CAP_SYS_ADMIN and CAP_CHECKPOINT_RESTORE from the effective set:
+ * the mappings cannot be opened through map_files, files still can. */
+static void drop_map_files_caps(void)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+	static const int caps[] = { CAP_SYS_ADMIN, 40 /* CAP_CHECKPOINT_RESTORE */ };
+	size_t i;
+
+	CHECK_ERR(syscall(SYS_capget, &h, d) ? errno : 0, 0);
+	for (i = 0; i < sizeof(caps) / sizeof(caps[0]); i++)
+		d[caps[i] / 32].effective &= ~(1u << (caps[i] % 32));
+	CHECK_ERR(syscall(SYS_capset, &h, d) ? errno : 0, 0);
+}
+
+/* A Go library (golib) loaded from a file that a C library (clib) is
+ * then renamed over, as an upgrade would: the loaded object is still Go,
+ * and the core must stay out. The library's log says why: the loaded
+ * file was read through its mapping (root), or the file there now is
+ * another (nocap: without CAP_SYS_ADMIN, or not root). */
+static void mode_replaced(const char *want, const char *golib, const char *clib, int nocap)
+{
+	const char *why, *tmpdir = getenv("TMPDIR");
+	char dir[256], path[512], tmp[512], log[8192] = "", cmd[2048];
+	int fd, saved;
+	ssize_t n;
+	void *h;
+
+	if (nocap)
+		drop_map_files_caps();
+	why = map_files_open() ? "has a Go runtime" : "was replaced or removed since it was loaded";
+	snprintf(dir, sizeof(dir), "%s/efap2p-replaced.XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+	CHECK(mkdtemp(dir) != NULL, "mkdtemp %s: %s", dir, strerror(errno));
+	snprintf(path, sizeof(path), "%s/libplugin.so", dir);
+	snprintf(tmp, sizeof(tmp), "%s/libplugin.so.new", dir);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && cp '%s' '%s'", golib, path, clib, tmp);
+	CHECK(system(cmd) == 0, "%s failed", cmd);
+	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	CHECK(h != NULL, "dlopen %s: %s", path, dlerror());
+	CHECK_ERR(rename(tmp, path) ? errno : 0, 0);
+	open_all();
+	/* the library's log, kept in a file */
+	fd = open(dir, O_TMPFILE | O_RDWR, 0600);
+	saved = dup(STDERR_FILENO);
+	CHECK(fd >= 0 && saved >= 0, "cannot keep stderr: %s", strerror(errno));
+	dup2(fd, STDERR_FILENO);
+	check_answers(want, ask_all());
+	dup2(saved, STDERR_FILENO);
+	n = pread(fd, log, sizeof(log) - 1, 0);
+	log[n > 0 ? n : 0] = 0;
+	fputs(log, stderr);
+	CHECK(strstr(log, why) != NULL, "the library does not say the loaded library \"%s\"", why);
+	run_go_gc(h);
+	unlink(path);
+	rmdir(dir);
 }
 
 /* A library whose constructor makes the process's first calls (ctorcall.c):
@@ -651,6 +773,241 @@ static void mode_fork_storm(const char *want)
 	printf("test_host: %d forks from the handler\n", (int)handler_forks);
 }
 
+/* ---- forks nested in the program's own fork() ---- */
+
+/* This program's fork handlers, registered after the library's: its
+ * prepare runs before the library's, its parent and child handlers after,
+ * so that nest_depth > 0 spans the library's handlers and the system call. */
+static volatile sig_atomic_t nest_depth, nested_forks, nest_handler_forks, nest_failures;
+
+static void nest_prepare(void)
+{
+	nest_depth++;
+}
+
+static void nest_done(void)
+{
+	nest_depth--;
+}
+
+static void on_alarm_nest(int sig)
+{
+	int saved = errno, st, inside = nest_depth > 0;
+	pid_t pid = fork();
+
+	(void)sig;
+	if (pid == 0)
+		_exit(0);
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+		nest_failures++;
+	nested_forks += inside;
+	nest_handler_forks++;
+	errno = saved;
+}
+
+/* One process (single-threaded, the library never asked yet): fork after
+ * fork, each child exiting at once, while a SIGALRM every 500 us forks
+ * from its handler: many of those land inside the program's fork. Then
+ * the first calls, which load the core (loader sections) and fill the
+ * caches (the insert lock): no lock a fork took may be left held. */
+static void nest_worker(const char *want)
+{
+	struct itimerval it = { { 0, 500 }, { 0, 500 } };
+	double start = now_s();
+	int forks = 0;
+
+	pthread_atfork(nest_prepare, nest_done, nest_done);
+	signal(SIGALRM, on_alarm_nest);
+	setitimer(ITIMER_REAL, &it, NULL);
+	/* at most 20 s: where a nested fork leaks the loader's lock, every
+	 * later fork waits 2 s for it */
+	while (forks < 4000 && now_s() - start < 20) {
+		int st;
+		pid_t pid = fork();
+
+		if (pid == 0)
+			_exit(0);
+		if (pid < 0) {
+			CHECK(errno == EAGAIN || errno == EINTR, "fork: %s", strerror(errno));
+			continue;
+		}
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+		forks++;
+	}
+	memset(&it, 0, sizeof(it));
+	setitimer(ITIMER_REAL, &it, NULL);
+	printf("test_host: %d forks, %d from the handler, %d of them inside the program's fork (%.1f s)\n",
+	       forks, (int)nest_handler_forks, (int)nested_forks, now_s() - start);
+	fflush(stdout);
+	CHECK(nested_forks > 0, "no handler's fork ran inside the program's: the test does not test");
+	CHECK(!nest_failures, "%d of the handler's forks failed", (int)nest_failures);
+	open_all();
+	check_answers(want, ask_all());
+	CHECK(!nest_depth, "fork depth %d after the storm", (int)nest_depth);
+}
+
+/* The worker in a process of its own, with a watchdog: a lock left held
+ * shows as a hang, reported here. */
+static void mode_nested_fork(const char *want)
+{
+	pid_t pid = fork();
+	int st, waited;
+
+	if (pid == 0) {
+		nest_worker(want);
+		fflush(stdout);
+		_exit(check_failures > 100 ? 100 : check_failures);
+	}
+	CHECK(pid > 0, "fork: %s", strerror(errno));
+	for (waited = 0; pid > 0 && waited < 600; waited++) {
+		pid_t got = waitpid(pid, &st, WNOHANG);
+
+		if (got == pid)
+			break;
+		usleep(100000);
+	}
+	if (pid > 0 && waited == 600) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+		CHECK(0, "hung for 60 s after forks nested in fork(): a lock a fork took is still held");
+		return;
+	}
+	if (pid > 0)
+		CHECK(WIFEXITED(st) && !WEXITSTATUS(st), "the worker: %s %d",
+		      WIFSIGNALED(st) ? "killed by signal" : "exit status",
+		      WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+}
+
+/* ---- a first call abandoned by a siglongjmp ---- */
+
+static sigjmp_buf abandon_env;
+static volatile sig_atomic_t abandon_in_call, abandon_jumped;
+
+static void on_alarm_jump(int sig)
+{
+	(void)sig;
+	if (!abandon_in_call)
+		return;
+	abandon_jumped = 1;
+	siglongjmp(abandon_env, 1);
+}
+
+static volatile int other_got = -1;
+
+static void *other_asker(void *arg)
+{
+	(void)arg;
+	other_got = ask_all();
+	return NULL;
+}
+
+/* The thread's answers after whatever happened to its first call. */
+static void check_thread_answers(const char *want, const char *who)
+{
+	struct efadv_p2p_attr a;
+	query_peer_fn q = (query_peer_fn)dlsym(RTLD_DEFAULT, "efadv_p2p_query_peer");
+	int i, ok = 0, old = -1, got = ask_all();
+
+	if (!strcmp(want, "p2p"))
+		CHECK(got == ndevs, "%s: %d of %d devices have P2P_DMA, want all", who, got, ndevs);
+	for (i = 0; q && i < ndevs; i++)
+		ok += q(ctxs[i], "0000:53:00.0", &a, sizeof(a)) == 0;
+	if (!strcmp(want, "p2p"))
+		CHECK(ok == ndevs, "%s: %d of %d pairwise queries answered", who, ok, ndevs);
+	pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old);
+	CHECK(old == PTHREAD_CANCEL_ENABLE, "%s: cancellation left disabled", who);
+}
+
+/* One fresh process: a SIGALRM delay_us into the first calls jumps out of
+ * them (siglongjmp from its handler); then this thread asks again, and
+ * another thread. Prints whether the jump abandoned a call. The first
+ * calls are pairwise queries, which run the library's code only (no
+ * rdma-core, no emulator): a jump out of another library's malloc would
+ * leave the heap broken whoever made it. */
+static void mode_abandon_one(const char *want, long delay_us)
+{
+	struct itimerval it = { { 0, 0 }, { delay_us / 1000000, delay_us % 1000000 } };
+	query_peer_fn q;
+	struct efadv_p2p_attr a;
+	pthread_t t;
+	int i;
+
+	open_all();
+	q = (query_peer_fn)dlsym(RTLD_DEFAULT, "efadv_p2p_query_peer");
+	CHECK(q != NULL, "libefap2p is not loaded");
+	if (!q)
+		return;
+	signal(SIGALRM, on_alarm_jump);
+	if (!sigsetjmp(abandon_env, 1)) {
+		abandon_in_call = 1;
+		setitimer(ITIMER_REAL, &it, NULL);
+		for (i = 0; i < ndevs; i++)
+			q(ctxs[i], "0000:53:00.0", &a, sizeof(a));
+	}
+	abandon_in_call = 0;
+	memset(&it, 0, sizeof(it));
+	setitimer(ITIMER_REAL, &it, NULL);
+	printf("abandoned %d\n", (int)abandon_jumped);
+	check_thread_answers(want, "the thread whose call was abandoned");
+	pthread_create(&t, NULL, other_asker, NULL);
+	pthread_join(t, NULL);
+	if (!strcmp(want, "p2p"))
+		CHECK(other_got == ndevs, "another thread: %d of %d devices have P2P_DMA", other_got, ndevs);
+}
+
+/* Fresh processes whose first calls a timer abandons after 50 us to
+ * 100 ms: every one answers again afterwards. */
+static void mode_abandon(const char *want)
+{
+	static const long delays_us[] = { 50, 200, 500, 1000, 2000, 4000, 8000, 16000, 32000, 100000 };
+	int r, jumped = 0;
+
+	for (r = 0; r < 20; r++) {
+		char delay[32], out[256] = "";
+		char *args[] = { "test_host", "abandon-one", (char *)want, delay, NULL };
+		int p[2], st, hung;
+		ssize_t n;
+		pid_t pid;
+
+		snprintf(delay, sizeof(delay), "%ld", delays_us[r % 10]);
+		if (pipe(p))
+			break;
+		pid = fork();
+		if (pid == 0) {
+			dup2(p[1], STDOUT_FILENO);
+			close(p[0]);
+			execv("/proc/self/exe", args);
+			_exit(127);
+		}
+		close(p[1]);
+		/* its output until it ends, 60 s at most (its own SIGALRM is
+		 * the test's: a hang is ended here) */
+		for (n = 0, hung = 0; n < (ssize_t)sizeof(out) - 1;) {
+			struct pollfd pf = { p[0], POLLIN, 0 };
+			ssize_t m;
+
+			if (poll(&pf, 1, 60000) != 1) {
+				hung = 1;
+				kill(pid, SIGKILL);
+				break;
+			}
+			m = read(p[0], out + n, sizeof(out) - 1 - (size_t)n);
+			if (m <= 0)
+				break;
+			n += m;
+		}
+		out[n] = 0;
+		close(p[0]);
+		CHECK(!hung, "round %d (timer at %s us): hung for 60 s after the jump: %s", r, delay, out);
+		CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && !WEXITSTATUS(st),
+		      "round %d (timer at %s us): %s", r, delay, out);
+		jumped += strstr(out, "abandoned 1") != NULL;
+	}
+	printf("test_host: %d of 20 first calls abandoned by a siglongjmp, every one answered again\n", jumped);
+	CHECK(jumped > 0, "no timer abandoned a call: the test does not test");
+}
+
 static void *first_caller(void *arg)
 {
 	(void)arg;
@@ -746,7 +1103,11 @@ int main(int argc, char **argv)
 	} else if (!strcmp(mode, "guard-page"))
 		mode_guard_page(want);
 	else if (!strcmp(mode, "with-lib") && argc > 3)
-		mode_with_lib(want, argv[3]);
+		mode_with_lib(want, argv[3], 0);
+	else if (!strcmp(mode, "with-lib-ns") && argc > 3)
+		mode_with_lib(want, argv[3], 1);
+	else if (!strncmp(mode, "replaced", 8) && argc > 4)
+		mode_replaced(want, argv[3], argv[4], !strcmp(mode, "replaced-nocap"));
 	else if (!strcmp(mode, "ctor") && argc > 3)
 		mode_ctor(want, argv[3]);
 	else if (!strcmp(mode, "ask")) {
@@ -764,13 +1125,21 @@ int main(int argc, char **argv)
 		mode_peer_first(want);
 	else if (!strcmp(mode, "cancel"))
 		mode_cancel(want);
+	else if (!strcmp(mode, "nested-fork"))
+		mode_nested_fork(want);
+	else if (!strcmp(mode, "abandon"))
+		mode_abandon(want);
+	else if (!strcmp(mode, "abandon-one") && argc > 3)
+		mode_abandon_one(want, atol(argv[3]));
 	else if (!strcmp(mode, "dlclose") && argc > 3)
 		mode_dlclose(want, argv[3]);
 	else {
 		fprintf(stderr, "usage: %s MODE p2p|none|any [nocore]\n"
 			"  MODE: ask signalfd as as-sweep nproc nproc-userns guard-page first-signal\n"
-			"        peer-first sigpipe storm fork-storm cancel\n"
-			"       %s dlclose|with-lib|ctor p2p|none|any LIBRARY [nocore]\n", argv[0], argv[0]);
+			"        peer-first sigpipe storm fork-storm nested-fork cancel abandon\n"
+			"       %s dlclose|with-lib|with-lib-ns|ctor p2p|none|any LIBRARY [nocore]\n"
+			"       %s replaced|replaced-nocap p2p|none|any GO_LIBRARY C_LIBRARY [nocore]\n",
+			argv[0], argv[0], argv[0]);
 		return 2;
 	}
 	if (nocore)

@@ -9,12 +9,15 @@ package dl
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
 	"syscall"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+
+	"github.com/efap2p/efap2p/internal/secenv"
 )
 
 // ErrNoLibrary is wrapped when a shared library or one of its symbols
@@ -36,10 +39,36 @@ func NewLib(name string) *Lib { return &Lib{name: name} }
 // Name returns the library's file name.
 func (l *Lib) Name() string { return l.name }
 
+// rdmaEnv are the variables rdma-core's libraries read that redirect what
+// they read, load or write: the sysfs root, the provider drivers, the log
+// file, and how they treat memory. libibverbs ignores some of them only
+// where the real and effective user IDs differ, not in a process granted
+// file capabilities; in any secure-execution process they are removed
+// before one of these libraries is loaded (ScrubEnv).
+var rdmaEnv = []string{
+	"SYSFS_PATH", "RDMAV_DRIVERS", "IBV_DRIVERS", "VERBS_LOG_FILE", "VERBS_LOG_LEVEL",
+	"IBV_SHOW_WARNINGS", "RDMAV_HUGEPAGES_SAFE", "RDMAV_FORK_SAFE", "IBV_FORK_SAFE",
+}
+
+// ScrubEnv removes rdma-core's variables (rdmaEnv) from the environment
+// in a secure-execution process (setuid, setgid, file capabilities), so
+// that the C libraries loaded after it do not honour them either; in any
+// other process it does nothing.
+func ScrubEnv() {
+	if !secenv.Secure() {
+		return
+	}
+	for _, name := range rdmaEnv {
+		os.Unsetenv(name)
+	}
+}
+
 // Handle opens the library (RTLD_NOW | RTLD_GLOBAL) the first time and
-// returns its handle; the error wraps ErrNoLibrary.
+// returns its handle; the error wraps ErrNoLibrary. In a secure-execution
+// process rdma-core's variables are removed first (ScrubEnv).
 func (l *Lib) Handle() (uintptr, error) {
 	l.once.Do(func() {
+		ScrubEnv()
 		h, err := purego.Dlopen(l.name, purego.RTLD_NOW|purego.RTLD_GLOBAL)
 		if err != nil {
 			l.err = fmt.Errorf("%w: %s: %w", ErrNoLibrary, l.name, err)

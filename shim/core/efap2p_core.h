@@ -16,7 +16,7 @@
 
 #include <infiniband/efadv_p2p.h>
 
-#define EFAP2P_CORE_ABI 3
+#define EFAP2P_CORE_ABI 4
 
 /* Log levels, shared with EFAP2P_LOG. */
 enum {
@@ -34,6 +34,15 @@ struct efap2p_core_config {
 	const char *const *topology_files;
 	int log_level;		/* EFAP2P_LOG_* */
 	const char *kernel;	/* EFAP2P_KERNEL: the release whose rules decide, or NULL for uname -r */
+	/* EFAP2P_KERNEL_CONFIG: the kernel's build configuration to read, or
+	 * NULL to find it out from the running system */
+	const char *kernel_config;
+	const char *sysfs;	/* the sysfs root: $SYSFS_PATH, else /sys */
+	/* The process runs in secure-execution mode (AT_SECURE: setuid,
+	 * setgid, file capabilities). The core reads no environment of its
+	 * own: the front reads it (secure_getenv, so none of it when secure)
+	 * and hands it over here. */
+	int secure;
 };
 
 /* The answer for one NIC: does it reach an accelerator with true P2P? */

@@ -30,6 +30,7 @@ import (
 
 	"github.com/efap2p/efap2p/abi"
 	"github.com/efap2p/efap2p/answer"
+	"github.com/efap2p/efap2p/internal/secenv"
 	"github.com/efap2p/efap2p/p2p"
 )
 
@@ -84,8 +85,12 @@ func topologyFiles(list **C.char) []string {
 	return files
 }
 
-// efap2p_core_init opens the oracle over $SYSFS_PATH (or /sys). The front
-// calls it once, right after loading the core; later calls change nothing.
+// efap2p_core_init opens the oracle over the sysfs root the front names.
+// The front calls it once, right after loading the core; later calls
+// change nothing. Every input comes from cfg, which the front filled from
+// the environment it read with secure_getenv: the core reads none of its
+// own (its runtime's copy of the environment is the program's at start,
+// and Go's secure-execution test is its own).
 //
 //export efap2p_core_init
 func efap2p_core_init(cfg *C.struct_efap2p_core_config) C.int {
@@ -96,7 +101,20 @@ func efap2p_core_init(cfg *C.struct_efap2p_core_config) C.int {
 		opts := p2p.Options{TopologyFiles: []string{}, Warnf: func(format string, args ...any) {
 			logf(C.EFAP2P_LOG_ERROR, format, args...)
 		}}
-		if cfg != nil {
+		root := "/sys"
+		if cfg == nil {
+			// not from the front: the environment, as package p2p reads it
+			root = p2p.SysfsRoot()
+			kc, err := p2p.KernelConfigFromEnv()
+			if err != nil {
+				logf(C.EFAP2P_LOG_ERROR, "%v; whether the kernel has PCI_P2PDMA is found out as without it", err)
+			}
+			opts.KernelConfig = kc
+		} else {
+			if cfg.secure != 0 {
+				// whatever else of package p2p reads the environment
+				secenv.Enforce()
+			}
 			logLevel = int(cfg.log_level)
 			opts.TopologyFiles = topologyFiles((**C.char)(unsafe.Pointer(cfg.topology_files)))
 			if cfg.kernel != nil {
@@ -106,18 +124,25 @@ func efap2p_core_init(cfg *C.struct_efap2p_core_config) C.int {
 				}
 				opts.Kernel = rel
 			}
+			if cfg.kernel_config != nil {
+				kc, err := p2p.ReadKernelConfigFile(C.GoString(cfg.kernel_config))
+				if err != nil {
+					logf(C.EFAP2P_LOG_ERROR, "%s: %v; whether the kernel has PCI_P2PDMA is found out as without it",
+						p2p.KernelConfigEnv, err)
+				} else {
+					opts.KernelConfig = &kc
+				}
+			}
+			if cfg.sysfs != nil {
+				root = C.GoString(cfg.sysfs)
+			}
 		}
-		kc, err := p2p.KernelConfigFromEnv()
-		if err != nil {
-			logf(C.EFAP2P_LOG_ERROR, "%v; whether the kernel has PCI_P2PDMA is found out as without it", err)
-		}
-		opts.KernelConfig = kc
 		// Below info the front logs only refusals, whose reasons the
 		// engine explains on demand, as it does the pairwise queries':
 		// the oracle keeps none (building them cost more than the rule).
 		summaries := logLevel >= C.EFAP2P_LOG_INFO
 		opts.NoReasons = !summaries
-		eng = answer.New(p2p.SysfsRoot(), opts, summaries)
+		eng = answer.New(root, opts, summaries)
 		if eng.Err() != nil {
 			logf(C.EFAP2P_LOG_ERROR, "%v: no P2P answers in this process", eng.Err())
 		}

@@ -22,10 +22,8 @@
  * overwrites old entries, under a sequence counter per slot.
  */
 #define _GNU_SOURCE
-#include <linux/futex.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "front.h"
@@ -38,68 +36,36 @@
 #define FD_SLOTS 256	/* power of two */
 
 /*
- * insert_lock is a word that names its holder: 0 when free, else the
- * holding thread's mark, with LOCK_SLEEPERS set while a waiter sleeps on
- * it. Taking it and saying who holds it are one atomic store, so a fork
- * from a signal handler can tell whether its own thread holds the lock it
- * interrupted (the prepare handler must not wait for it) without changing
- * the signal mask around every insert. A signal handler never takes it:
- * every entry point answers a call that re-entered a guard without a lock
- * (efap2p_reentered).
+ * insert_lock names its holder (guard.c, efap2p_lock): a fork from a signal
+ * handler can tell whether its own thread holds the lock it interrupted
+ * (the prepare handler must not wait for it) without changing the signal
+ * mask around every insert. A signal handler never takes it: every entry
+ * point answers a call that re-entered a guard without a lock
+ * (efap2p_reentered). So a thread that finds itself holding it when it
+ * comes to take it is one whose earlier call was abandoned by a siglongjmp
+ * in the middle of an insert: it takes the lock over. Other threads wait
+ * for a holder at most INSERT_WAIT_S (a holder is done in microseconds,
+ * unless its call was abandoned), then insert nothing, and wait no more
+ * for that holder: a full table's answers, computed on each call. Every
+ * insert publishes its entry last (a count, a key, an even sequence
+ * number), so one abandoned, or copied by a fork in the middle, leaves
+ * nothing a reader sees.
  */
-#define LOCK_SLEEPERS 0x80000000u
+#define INSERT_WAIT_S 1
+#define FORK_WAIT_S 2
 
-static _Atomic uint32_t insert_lock;
-static _Atomic uint32_t next_mark = 1;
-static __thread uint32_t thread_mark;
-static __thread int fork_kept_lock;	/* this thread's fork found it holding it */
+static struct efap2p_lock insert_lock;
+static __thread unsigned fork_took;	/* the level of this thread's fork that took it */
 
-static uint32_t my_mark(void)
+/* 0 when taken: the insert may go on. */
+static int insert_lock_take(void)
 {
-	uint32_t m = thread_mark;
-
-	while (!m)	/* 2^31 threads later the marks wrap; 0 is no one's */
-		m = atomic_fetch_add_explicit(&next_mark, 1, memory_order_relaxed) & ~LOCK_SLEEPERS;
-	thread_mark = m;
-	return m;
-}
-
-static void lock_sleep(uint32_t seen)
-{
-	syscall(SYS_futex, &insert_lock, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
-}
-
-static void insert_lock_take(void)
-{
-	uint32_t me = my_mark(), want = me, cur = 0;
-
-	while (!atomic_compare_exchange_weak_explicit(&insert_lock, &cur, want, memory_order_acquire,
-						      memory_order_relaxed)) {
-		if (!cur)
-			continue;
-		if (!(cur & LOCK_SLEEPERS) &&
-		    !atomic_compare_exchange_weak_explicit(&insert_lock, &cur, cur | LOCK_SLEEPERS,
-							   memory_order_relaxed, memory_order_relaxed)) {
-			cur = 0;
-			continue;
-		}
-		lock_sleep(cur | LOCK_SLEEPERS);
-		/* others may sleep too: the one who takes it now wakes the next */
-		want = me | LOCK_SLEEPERS;
-		cur = 0;
-	}
+	return efap2p_lock_take_within(&insert_lock, INSERT_WAIT_S);
 }
 
 static void insert_lock_drop(void)
 {
-	if (atomic_exchange_explicit(&insert_lock, 0, memory_order_release) & LOCK_SLEEPERS)
-		syscall(SYS_futex, &insert_lock, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-}
-
-static int insert_lock_mine(void)
-{
-	return thread_mark &&
-	       (atomic_load_explicit(&insert_lock, memory_order_relaxed) & ~LOCK_SLEEPERS) == thread_mark;
+	efap2p_lock_drop(&insert_lock);
 }
 
 /* ---- names: append-only arrays, published by their count ---- */
@@ -172,7 +138,8 @@ static int names_index(struct names *t, const char *s)
 		return i;
 	if (strlen(s) >= NAME_MAX_LEN)
 		return -1;
-	insert_lock_take();
+	if (insert_lock_take())
+		return -1;
 	i = names_add_locked(t, s, h);
 	insert_lock_drop();
 	return i;
@@ -310,9 +277,9 @@ int efap2p_dev_of(const struct ibv_device *device)
 		return dev;
 	if (dev < 0 && strlen(device->name) >= NAME_MAX_LEN)
 		return -1;
-	/* a new device's name and pointer under one lock (one signal mask
-	 * change) */
-	insert_lock_take();
+	/* a new device's name and pointer under one lock */
+	if (insert_lock_take())
+		return dev;
 	if (dev < 0)
 		dev = names_add_locked(&devs, device->name, h);
 	if (dev >= 0 && dev_slots_used < EFAP2P_DEV_SLOTS / 4 * 3) {
@@ -433,7 +400,8 @@ struct efap2p_pair *efap2p_pair_add(const struct efap2p_pair *p)
 	uint64_t key = pair_key(p->dev, p->exp);
 	int i;
 
-	insert_lock_take();
+	if (insert_lock_take())
+		return NULL;
 	i = slot_find(pair_keys, PAIR_SLOTS - 1, key);
 	if (i < 0) {
 		i = slot_claim(pair_keys, PAIR_SLOTS - 1, &pairs_used, key);
@@ -468,7 +436,8 @@ void efap2p_peer_add(int dev, uint64_t peer, const struct efadv_p2p_attr *attr)
 	uint64_t key = peer_key(dev, peer);
 	int i;
 
-	insert_lock_take();
+	if (insert_lock_take())
+		return;
 	if (slot_find(peer_keys, PEER_SLOTS - 1, key) < 0 &&
 	    (i = slot_claim(peer_keys, PEER_SLOTS - 1, &peers_used, key)) >= 0) {
 		peers[i] = *attr;
@@ -517,8 +486,10 @@ void efap2p_fd_add(dev_t st_dev, ino_t st_ino, int exp)
 	struct fd_slot *s = fd_slot(st_dev, st_ino);
 	uint32_t seq;
 
-	insert_lock_take();
-	seq = atomic_load_explicit(&s->seq, memory_order_relaxed);
+	if (insert_lock_take())
+		return;
+	/* even: a write abandoned by a siglongjmp left it odd */
+	seq = (atomic_load_explicit(&s->seq, memory_order_relaxed) + 1) & ~1u;
 	atomic_store_explicit(&s->seq, seq + 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
 	atomic_store_explicit(&s->exp, (uint32_t)exp + 1, memory_order_relaxed);
@@ -530,23 +501,33 @@ void efap2p_fd_add(dev_t st_dev, ino_t st_ino, int exp)
 
 /* ---- fork: the child gets a consistent copy ---- */
 
-void efap2p_cache_atfork_prepare(void)
+void efap2p_cache_atfork_prepare(unsigned level)
 {
-	/* a handler's fork that interrupted this thread's insert: the child
-	 * gets the lock held by this thread, which finishes and drops it */
-	fork_kept_lock = insert_lock_mine();
-	if (!fork_kept_lock)
-		insert_lock_take();
+	/* held by this thread: an insert that the fork's signal handler
+	 * interrupted (the child gets the lock held by this thread, which
+	 * finishes and drops it), or an outer fork of this thread (which
+	 * drops it) */
+	if (efap2p_lock_mine(&insert_lock))
+		return;
+	/* a holder that never drops it (its call abandoned): the child gets
+	 * what its inserts published */
+	if (!efap2p_lock_take_within(&insert_lock, FORK_WAIT_S))
+		fork_took = level;
 }
 
-void efap2p_cache_atfork_parent(void)
+void efap2p_cache_atfork_parent(unsigned level)
 {
-	if (!fork_kept_lock)
+	if (fork_took == level) {
+		fork_took = 0;
 		insert_lock_drop();
+	}
 }
 
-void efap2p_cache_atfork_child(void)
+void efap2p_cache_atfork_child(unsigned level)
 {
-	/* the child's only thread: no one sleeps on the lock there */
-	atomic_store_explicit(&insert_lock, fork_kept_lock ? thread_mark : 0, memory_order_relaxed);
+	int keep = fork_took != level && efap2p_lock_mine(&insert_lock);
+
+	if (fork_took == level)
+		fork_took = 0;
+	efap2p_lock_atfork_child(&insert_lock, keep);
 }

@@ -12,29 +12,35 @@
  *                         (tests and emulated hosts)
  *   EFAP2P_KERNEL         the kernel release whose p2pdma rules decide
  *                         (default uname -r)
+ *   EFAP2P_KERNEL_CONFIG  the kernel's build configuration (whether it has
+ *                         PCI_P2PDMA), for the Go core
  *   EFAP2P_CORE           the Go core to load instead of the one found next
  *                         to the library
  *   SYSFS_PATH            the sysfs root, as libibverbs reads it
  *
- * The first call reads them inside a guard (guard.c), under a mutex that
- * another thread waits for only the length of these few getenv calls; a
- * signal handler calling into the library meanwhile gets the defaults.
+ * The first call reads them inside a guard (guard.c), under a lock that
+ * another thread waits for only the length of these few getenv calls (at
+ * most a second, for one whose call a siglongjmp abandoned); a signal
+ * handler calling into the library meanwhile gets the defaults.
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "front.h"
 
 static struct efap2p_config config;
 static _Atomic int config_ready;
-static pthread_mutex_t config_lock = PTHREAD_MUTEX_INITIALIZER;
+/* names its holder (guard.c): a thread whose call was abandoned by a
+ * siglongjmp in config_read takes it over and reads it again */
+static struct efap2p_lock config_lock;
+#define CONFIG_WAIT_S 1
 static char sysfs_root[4096];
 
 static void log_line(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -92,6 +98,9 @@ static void config_read(void)
 	config.core = nonempty(secure_getenv("EFAP2P_CORE"));
 	config.sysfs = sysfs_path();
 	config.kernel = nonempty(secure_getenv("EFAP2P_KERNEL"));
+	config.kernel_config = nonempty(secure_getenv("EFAP2P_KERNEL_CONFIG"));
+	/* file capabilities too: glibc's own test for secure_getenv */
+	config.secure = getauxval(AT_SECURE) != 0 || getuid() != geteuid() || getgid() != getegid();
 	/* efap2p_log would wait for the config: write these directly */
 	if (bad_log)
 		log_line(EFAP2P_LOG_ERROR, "EFAP2P_LOG=%s is not off, error, info or debug: using error", log);
@@ -115,16 +124,22 @@ const struct efap2p_config *efap2p_config(void)
 	if (atomic_load_explicit(&config_ready, memory_order_acquire))
 		return &config;
 	/* every entry point reads the configuration before its first guard:
-	 * a guard here is a signal handler's call interrupting config_read */
+	 * a guard here is a signal handler's call interrupting config_read
+	 * (or an abandoned call's, which efap2p_reentered drops) */
 	if (efap2p_reentered())
 		return &defaults;
 	efap2p_guard_enter(&g);
-	pthread_mutex_lock(&config_lock);
+	/* held by a thread whose first call was abandoned in config_read:
+	 * the defaults */
+	if (efap2p_lock_take_within(&config_lock, CONFIG_WAIT_S)) {
+		efap2p_guard_leave(&g);
+		return &defaults;
+	}
 	if (!atomic_load_explicit(&config_ready, memory_order_relaxed)) {
 		config_read();
 		atomic_store_explicit(&config_ready, 1, memory_order_release);
 	}
-	pthread_mutex_unlock(&config_lock);
+	efap2p_lock_drop(&config_lock);
 	efap2p_guard_leave(&g);
 	return &config;
 }
@@ -132,7 +147,7 @@ const struct efap2p_config *efap2p_config(void)
 /* In the child of fork(): only this thread exists. */
 void efap2p_config_atfork_child(void)
 {
-	pthread_mutex_init(&config_lock, NULL);
+	efap2p_lock_atfork_child(&config_lock, efap2p_lock_mine(&config_lock));
 }
 
 /*

@@ -35,6 +35,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -72,21 +73,31 @@ static __thread int loading;
 static char self_dir[PATH_MAX];
 
 /* dlopen()s path (only if already loaded, with RTLD_NOLOAD in flags);
- * when it exists but does not load, why says why. */
+ * when it is there but does not load, why says why: that it cannot be
+ * read (a file this user may not read, or in a folder it cannot enter),
+ * or dlopen's reason. */
 static void *try_core(const char *path, int flags, char *why, size_t len)
 {
 	const char *err = NULL;
 	sigset_t old;
 	void *h;
+	int fd;
 
 	efap2p_loader_enter(&old);
 	h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE | flags);
 	if (!h)
 		err = dlerror();
 	efap2p_loader_leave(&old);
-	if (!h && !(flags & RTLD_NOLOAD) && access(path, F_OK) == 0)
+	if (h || (flags & RTLD_NOLOAD))
+		return h;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd >= 0) {
+		close(fd);
 		snprintf(why, len, "%s", err ? err : "dlopen failed");
-	return h;
+	} else if (errno != ENOENT && errno != ENOTDIR) {
+		snprintf(why, len, "%s cannot be read (%s)", path, strerror(errno));
+	}
+	return NULL;
 }
 
 /* dlopen()s the first core found (with RTLD_NOLOAD: the first one already
@@ -147,6 +158,9 @@ static int load_core(const sigset_t *caller)
 		.topology_files = efap2p_precomp_core_files(),
 		.log_level = cfg->log_level,
 		.kernel = cfg->kernel,
+		.kernel_config = cfg->kernel_config,
+		.sysfs = cfg->sysfs,
+		.secure = cfg->secure,
 	};
 	char why[PATH_MAX + 256];
 	void *h = find_core(RTLD_NOLOAD, why, sizeof(why));
@@ -255,26 +269,42 @@ void efap2p_core_atfork_child(void)
 		pthread_mutex_init(&load_lock, NULL);
 }
 
-/* A fork waits for a load in flight first, then for a cache insert. */
+/*
+ * A fork waits for a load in flight first, then for a cache insert. Forks
+ * nest in a thread: a signal handler may fork while the thread's own
+ * fork() runs its handlers or its system call (the kernel restarts a
+ * fork a signal interrupted, after the handler). Each handler is told the
+ * level of its fork, so that a lock is released by the fork that took it.
+ */
+static __thread unsigned fork_level;
+
 static void atfork_prepare(void)
 {
-	efap2p_loader_atfork_prepare();
-	efap2p_cache_atfork_prepare();
+	unsigned level = ++fork_level;
+
+	efap2p_loader_atfork_prepare(level);
+	efap2p_cache_atfork_prepare(level);
 }
 
 static void atfork_parent(void)
 {
-	efap2p_cache_atfork_parent();
-	efap2p_loader_atfork_parent();
+	unsigned level = fork_level;
+
+	efap2p_cache_atfork_parent(level);
+	efap2p_loader_atfork_parent(level);
+	fork_level = level - 1;
 }
 
 static void atfork_child(void)
 {
+	unsigned level = fork_level;
+
 	efap2p_core_atfork_child();
 	efap2p_config_atfork_child();
 	efap2p_precomp_atfork_child();
-	efap2p_cache_atfork_child();
-	efap2p_loader_atfork_child();
+	efap2p_cache_atfork_child(level);
+	efap2p_loader_atfork_child(level);
+	fork_level = level - 1;
 }
 
 /*

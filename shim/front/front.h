@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include <infiniband/efadv_p2p.h>
 #include <infiniband/verbs.h>
@@ -37,8 +38,15 @@ struct efap2p_guard {
 void efap2p_guard_enter(struct efap2p_guard *g);
 void efap2p_guard_leave(struct efap2p_guard *g);
 /* Inside a guard of this thread: a signal handler called into the library
- * from a slow path. The entry points then answer without a lock. */
-int efap2p_reentered(void);
+ * from a slow path. The entry points then answer without a lock. A guard
+ * of a call abandoned by a siglongjmp is told apart by where the caller's
+ * frame lies (guard.c), and dropped: the macro passes the frame of the
+ * function it is written in, which must be one whose callees make the
+ * guards of the call. */
+int efap2p_reentered_at(const void *frame);
+#define efap2p_reentered() efap2p_reentered_at(__builtin_frame_address(0))
+/* A guard of this thread is marked (live or abandoned). */
+int efap2p_in_guard(void);
 /* Blocks the asynchronous signals (the synchronous ones stay open). */
 void efap2p_signals_block(sigset_t *old);
 void efap2p_signals_restore(const sigset_t *old);
@@ -51,11 +59,43 @@ int efap2p_guard_defer(const char *line, size_t len);
  * thread. */
 void efap2p_loader_enter(sigset_t *old);
 void efap2p_loader_leave(const sigset_t *old);
-void efap2p_loader_atfork_prepare(void);
-void efap2p_loader_atfork_parent(void);
-void efap2p_loader_atfork_child(void);
+/* The fork handlers: level is the fork's nesting in its thread (1, or 2
+ * and more for a fork from a signal handler while the thread's own fork
+ * ran its handlers or the system call). */
+void efap2p_loader_atfork_prepare(unsigned level);
+void efap2p_loader_atfork_parent(unsigned level);
+void efap2p_loader_atfork_child(unsigned level);
 
-/* config.c: the environment (EFAP2P_*, SYSFS_PATH), and the log. */
+/* A lock whose word names the thread holding it (0: free), so that a
+ * thread can tell it holds it (a fork from a signal handler, the next call
+ * after an abandoned one) in the same atomic step that took it; a futex
+ * for the waiters. Not recursive. */
+struct efap2p_lock {
+	_Atomic uint32_t word;
+	_Atomic uint32_t stuck;	/* a holder a bounded wait ran out on */
+};
+
+uint32_t efap2p_thread_mark(void);
+void efap2p_lock_take(struct efap2p_lock *l);
+/* 0, or ETIMEDOUT past until (CLOCK_MONOTONIC). */
+int efap2p_lock_take_until(struct efap2p_lock *l, const struct timespec *until);
+/* 0 when taken at once, else EBUSY. */
+int efap2p_lock_try(struct efap2p_lock *l);
+/* The holder's mark, 0 when free. */
+uint32_t efap2p_lock_holder(struct efap2p_lock *l);
+/* For locks no signal handler takes, held for a bounded time: 0 when
+ * taken, or held by this thread already (a call of it abandoned by a
+ * siglongjmp while it held it: the caller takes it over); ETIMEDOUT after
+ * waiting wait_s for another holder, or at once for a holder such a wait
+ * ran out on before (one whose call was abandoned). */
+int efap2p_lock_take_within(struct efap2p_lock *l, int wait_s);
+void efap2p_lock_drop(struct efap2p_lock *l);
+int efap2p_lock_mine(struct efap2p_lock *l);
+/* In the child of fork(): held by its only thread (keep), else free. */
+void efap2p_lock_atfork_child(struct efap2p_lock *l, int keep);
+
+/* config.c: the environment (EFAP2P_*, SYSFS_PATH, read with
+ * secure_getenv), and the log. */
 enum {
 	EFAP2P_MODE_ENFORCE = 0,
 	EFAP2P_MODE_ADVISE = 1,
@@ -70,6 +110,8 @@ struct efap2p_config {
 	const char *core;	/* EFAP2P_CORE, NULL when unset */
 	const char *sysfs;	/* the sysfs root: $SYSFS_PATH or /sys */
 	const char *kernel;	/* EFAP2P_KERNEL, NULL when unset */
+	const char *kernel_config; /* EFAP2P_KERNEL_CONFIG, NULL when unset */
+	int secure;		/* AT_SECURE: the variables above are all unset */
 };
 
 const struct efap2p_config *efap2p_config(void);
@@ -212,9 +254,9 @@ const struct efadv_p2p_attr *efap2p_peer_find(int dev, uint64_t peer);
 void efap2p_peer_add(int dev, uint64_t peer, const struct efadv_p2p_attr *attr);
 int efap2p_fd_find(dev_t st_dev, ino_t st_ino);
 void efap2p_fd_add(dev_t st_dev, ino_t st_ino, int exp);
-void efap2p_cache_atfork_prepare(void);
-void efap2p_cache_atfork_parent(void);
-void efap2p_cache_atfork_child(void);
+void efap2p_cache_atfork_prepare(unsigned level);
+void efap2p_cache_atfork_parent(unsigned level);
+void efap2p_cache_atfork_child(unsigned level);
 
 /* dmabuf.c: a descriptor's dma-buf exporter, through libc. */
 struct efap2p_dmabuf_id {

@@ -8,15 +8,19 @@
  * from files and limits, never a threshold measured here.
  *
  * - One Go runtime a process: a Go program or a Go shared library already
- *   loaded would have its preemption signal and its scheduler shared. It
- *   is told by each loaded object's file on disk: the sections only the Go
- *   linker writes (.go.buildinfo in every Go binary since 1.13, with or
- *   without a build ID; the build ID note; the runtime's pclntab), or,
- *   without section headers, the build ID note and the build info at the
- *   start of the data, where Go's own reader looks. Never the objects'
- *   memory: a host may keep pages of its data inaccessible, and a C
- *   program may carry a Go binary among its data. An object whose file
- *   cannot be read counts as one that might be Go.
+ *   loaded, in any of the loader's namespaces (dlmopen), would have its
+ *   preemption signal and its scheduler shared. It is told by each loaded
+ *   object's file on disk: the sections only the Go linker writes
+ *   (.go.buildinfo in every Go binary since 1.13, with or without a build
+ *   ID; the build ID note; the runtime's pclntab), or, without section
+ *   headers, the build ID note and the build info at the start of the
+ *   data, where Go's own reader looks. The file read is the one mapped:
+ *   the mapping itself where the process may open it, else a path whose
+ *   file has the mapping's inode (a file renamed over the loaded one is
+ *   another). Never the objects' memory: a host may keep pages of its data
+ *   inaccessible, and a C program may carry a Go binary among its data. An
+ *   object whose file cannot be read, or was replaced since it was loaded,
+ *   counts as one that might be Go.
  * - Signals the Go runtime never blocks in its threads (SIGCHLD, SIGPROF,
  *   SIGURG): a host that blocks one, to read it from a signalfd or with
  *   sigwait, would have it delivered to a Go thread and lost.
@@ -32,6 +36,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <linux/magic.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -39,6 +44,8 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "front.h"
@@ -178,19 +185,14 @@ static int go_by_segments(int fd, const ElfW(Ehdr) *eh)
 #define ELFCLASS_HERE ELFCLASS32
 #endif
 
-/* Does the object file at path hold a Go runtime? 1, 0, or -1 with errno
- * when it cannot be told (unreadable, not an ELF file of this machine). */
-static int file_has_go(const char *path)
+/* Does the object file open at fd hold a Go runtime? 1, 0, or -1 with
+ * errno when it cannot be told (not an ELF file of this machine). */
+static int fd_has_go(int fd)
 {
 	ElfW(Ehdr) eh;
 	struct stat st;
-	int fd, go = -1, err = ENOEXEC;
+	int go = -1, err = ENOEXEC;
 
-	do
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	while (fd < 0 && errno == EINTR);
-	if (fd < 0)
-		return -1;
 	if (fstat(fd, &st))
 		err = errno;
 	else if (!S_ISREG(st.st_mode))
@@ -201,51 +203,130 @@ static int file_has_go(const char *path)
 		go = eh.e_shoff && eh.e_shnum ? go_by_sections(fd, &eh) : go_by_segments(fd, &eh);
 		err = go < 0 ? errno : 0;
 	}
+	errno = err;
+	return go;
+}
+
+static int open_ro(const char *path)
+{
+	int fd;
+
+	do
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	while (fd < 0 && errno == EINTR);
+	return fd;
+}
+
+/* Does the object file at path hold a Go runtime? As fd_has_go, and -1
+ * with errno when it cannot be opened. */
+static int file_has_go(const char *path)
+{
+	int fd = open_ro(path), go, err;
+
+	if (fd < 0)
+		return -1;
+	go = fd_has_go(fd);
+	err = errno;
 	close(fd);
 	errno = err;
 	return go;
 }
 
-/* The loaded objects' files, listed while the loader's list is held
- * (dl_iterate_phdr, in a loader section, allocating nothing), read after
- * it: the main program (/proc/self/exe), every object with a path but this
- * library and the vDSO (no file). */
+/*
+ * The loaded objects, of every link-map namespace the loader has (the
+ * default one, and each dlmopen() made): listed while the loader's list is
+ * held (dl_iterate_phdr, in a loader section, allocating nothing), then
+ * found in /proc/self/maps by the address of their dynamic section, and
+ * read from the file that mapping maps. Each entry of names: the address
+ * (aligned), then the name the loader keeps, NUL-terminated. The program
+ * is "/proc/self/exe"; this library and the vDSO (no file) are left out.
+ */
 struct objects {
-	char *names;	/* NUL-separated */
+	char *names;
 	size_t len, cap;	/* what was listed (even past cap), the room */
 	int n;
+	int seen;		/* objects the loader showed */
 };
 
-static int in_object(const struct dl_phdr_info *info, uintptr_t addr)
+#define PROGRAM "/proc/self/exe"
+
+static void add_object(struct objects *o, uintptr_t addr, const char *name)
+{
+	size_t at = (o->len + sizeof(addr) - 1) & ~(sizeof(addr) - 1), n = strlen(name) + 1;
+
+	if (at + sizeof(addr) + n <= o->cap) {
+		memcpy(o->names + at, &addr, sizeof(addr));
+		memcpy(o->names + at + sizeof(addr), name, n);
+	}
+	o->len = at + sizeof(addr) + n;
+	o->n++;
+}
+
+/* The address of info's dynamic section, 0 without one. */
+static uintptr_t dynamic_of(const struct dl_phdr_info *info)
 {
 	int i;
 
-	for (i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t start = info->dlpi_addr + ph->p_vaddr;
-
-		if (ph->p_type == PT_LOAD && addr >= start && addr - start < ph->p_memsz)
-			return 1;
-	}
+	for (i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+			return info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
 	return 0;
+}
+
+/* The loader's list for debuggers (struct r_debug_extended, glibc 2.35:
+ * one a namespace, chained), where the program's DT_DEBUG points. */
+static const struct r_debug_extended *debug_list(uintptr_t dyn)
+{
+	const ElfW(Dyn) *d = (const ElfW(Dyn) *)dyn;
+
+	for (; d && d->d_tag != DT_NULL; d++)
+		if (d->d_tag == DT_DEBUG && d->d_un.d_ptr)
+			return (const struct r_debug_extended *)d->d_un.d_ptr;
+	return NULL;
+}
+
+static void add_link_map(struct objects *o, const struct link_map *l, int program)
+{
+	const char *name = l->l_name;
+
+	if ((const void *)l->l_ld == (const void *)_DYNAMIC)
+		return;		/* this library */
+	if (program)
+		name = PROGRAM;
+	if (!name || !strchr(name, '/'))
+		return;		/* the vDSO: no file */
+	add_object(o, (uintptr_t)l->l_ld, name);
 }
 
 static int collect(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct objects *o = data;
-	const char *name = info->dlpi_name;
-	size_t n;
+	uintptr_t dyn = dynamic_of(info);
+	const struct r_debug_extended *r = debug_list(dyn);
+	int ns;
 
 	(void)size;
-	if (!name || !*name)
-		name = o->n ? NULL : "/proc/self/exe";	/* the program comes first */
-	o->n++;
-	if (!name || !strchr(name, '/') || in_object(info, (uintptr_t)efap2p_host_refuses_go))
-		return 0;
-	n = strlen(name) + 1;
-	if (o->len + n <= o->cap)
-		memcpy(o->names + o->len, name, n);
-	o->len += n;
+	if (r) {
+		/* the program's: every namespace, then stop */
+		o->len = 0;
+		o->n = 0;
+		for (ns = 0; r; r = r->base.r_version >= 2 ? r->r_next : NULL, ns++) {
+			const struct link_map *l;
+
+			for (l = r->base.r_map; l; l = l->l_next)
+				add_link_map(o, l, !ns && l == r->base.r_map && (!l->l_name || !*l->l_name));
+		}
+		return 1;
+	}
+	/* no debugger list (a program without DT_DEBUG): this namespace, the
+	 * program first */
+	if (dyn != (uintptr_t)_DYNAMIC) {
+		if (!o->seen && (!info->dlpi_name || !*info->dlpi_name))
+			add_object(o, dyn, PROGRAM);
+		else if (info->dlpi_name && strchr(info->dlpi_name, '/'))
+			add_object(o, dyn, info->dlpi_name);
+	}
+	o->seen++;
 	return 0;
 }
 
@@ -265,6 +346,7 @@ static int list_objects(struct objects *o)
 		o->cap = cap;
 		o->len = 0;
 		o->n = 0;
+		o->seen = 0;
 		efap2p_loader_enter(&old);
 		dl_iterate_phdr(collect, o);
 		efap2p_loader_leave(&old);
@@ -274,33 +356,220 @@ static int list_objects(struct objects *o)
 	return ENOMEM;
 }
 
+/* A loaded object and the mapping that holds its dynamic section. */
+struct object {
+	uintptr_t addr;
+	const char *name;
+	int mapped;
+	unsigned long start, end;
+	unsigned int major, minor;
+	unsigned long long ino;
+	char *path;	/* the mapping's, as the kernel shows it */
+};
+
+static int by_addr(const void *a, const void *b)
+{
+	uintptr_t x = ((const struct object *)a)->addr, y = ((const struct object *)b)->addr;
+
+	return x < y ? -1 : x > y;
+}
+
+/* One line of /proc/self/maps: the objects whose address it holds get
+ * its mapping (objs sorted by address). */
+static void match_line(char *line, struct object *objs, int n)
+{
+	unsigned long start, end;
+	unsigned long long off, ino;
+	unsigned int major, minor;
+	char perms[8], *path;
+	int at = 0, lo = 0, hi = n;
+
+	if (sscanf(line, "%lx-%lx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &major, &minor, &ino,
+		   &at) < 7 || !at || !ino)
+		return;
+	while (lo < hi) {	/* the first object at or past start */
+		int mid = (lo + hi) / 2;
+
+		if (objs[mid].addr < start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	path = line + at;
+	path[strcspn(path, "\n")] = 0;
+	for (; lo < n && objs[lo].addr < end; lo++) {
+		struct object *ob = &objs[lo];
+
+		if (ob->mapped)
+			continue;
+		ob->mapped = 1;
+		ob->start = start;
+		ob->end = end;
+		ob->major = major;
+		ob->minor = minor;
+		ob->ino = ino;
+		ob->path = strdup(path);
+	}
+}
+
+/* Finds each object's mapping in /proc/self/maps; 0 or an errno. */
+static int find_mappings(struct object *objs, int n)
+{
+	char buf[8192];
+	size_t have = 0;
+	int fd = open_ro("/proc/self/maps"), err = 0;
+
+	if (fd < 0)
+		return errno;
+	for (;;) {
+		ssize_t got = read(fd, buf + have, sizeof(buf) - 1 - have);
+		char *line, *nl;
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			err = errno;
+		if (got <= 0)
+			break;
+		have += (size_t)got;
+		buf[have] = 0;
+		for (line = buf; (nl = strchr(line, '\n')); line = nl + 1) {
+			*nl = 0;
+			match_line(line, objs, n);
+		}
+		have -= (size_t)(line - buf);
+		memmove(buf, line, have);
+		if (have == sizeof(buf) - 1)	/* a line longer than a path: not an object's */
+			have = 0;
+	}
+	close(fd);
+	return err;
+}
+
+/* Is the file open at fd the one ob's mapping maps? Its inode, and its
+ * device -- which the kernel shows as the file system's where stat shows
+ * a subvolume's (btrfs), and, before Linux 6.8, as the layer's where stat
+ * shows the overlay's (overlayfs): there the inode decides. */
+static int maps_file(int fd, const struct object *ob)
+{
+	struct statfs sf;
+	struct stat st;
+
+	if (fstat(fd, &st) || (unsigned long long)st.st_ino != ob->ino)
+		return 0;
+	if (major(st.st_dev) == ob->major && minor(st.st_dev) == ob->minor)
+		return 1;
+	return !fstatfs(fd, &sf) && ((unsigned long)sf.f_type == BTRFS_SUPER_MAGIC ||
+				     (unsigned long)sf.f_type == OVERLAYFS_SUPER_MAGIC);
+}
+
+/*
+ * Opens the file ob was loaded from: the mapping itself (map_files, where
+ * the process may: CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE), else its path
+ * as the kernel shows it, else the name the loader keeps, each only if it
+ * is still the file mapped (not one renamed over it since). -1 with errno,
+ * and *replaced set when a file found there is another.
+ */
+static int open_object(const struct object *ob, int *replaced)
+{
+	static const char deleted[] = " (deleted)";
+	const char *paths[2] = { ob->path, ob->name };
+	char mf[64];
+	int i, fd, err = ENOENT;
+
+	*replaced = 0;
+	snprintf(mf, sizeof(mf), "/proc/self/map_files/%lx-%lx", ob->start, ob->end);
+	fd = open_ro(mf);
+	if (fd >= 0)
+		return fd;
+	for (i = 0; i < 2; i++) {
+		size_t n = paths[i] ? strlen(paths[i]) : 0;
+
+		if (!n || paths[i][0] != '/' ||
+		    (n >= sizeof(deleted) - 1 && !strcmp(paths[i] + n - (sizeof(deleted) - 1), deleted))) {
+			*replaced |= i == 0 && n;
+			continue;
+		}
+		fd = open_ro(paths[i]);
+		if (fd < 0) {
+			err = errno;
+			continue;
+		}
+		if (maps_file(fd, ob))
+			return fd;
+		close(fd);
+		*replaced = 1;
+	}
+	errno = err;
+	return -1;
+}
+
 /* Only one Go runtime may live in a process: is there one already? 1 and
  * why when there is, or when an object's file cannot tell. */
 static int go_in_process(char *why, size_t len)
 {
-	struct objects o = { NULL, 0, 0, 0 };
+	struct objects o = { NULL, 0, 0, 0, 0 };
+	struct object *objs = NULL;
 	size_t off;
-	int found = 0, rc = list_objects(&o);
+	int found = 0, i, n = 0, listed, rc = list_objects(&o);
 
+	if (!rc && !(objs = calloc((size_t)o.n + 1, sizeof(*objs))))
+		rc = ENOMEM;
+	for (off = 0; !rc && off < o.len; n++) {
+		off = (off + sizeof(uintptr_t) - 1) & ~(sizeof(uintptr_t) - 1);
+		memcpy(&objs[n].addr, o.names + off, sizeof(uintptr_t));
+		objs[n].name = o.names + off + sizeof(uintptr_t);
+		off += sizeof(uintptr_t) + strlen(objs[n].name) + 1;
+	}
+	if (!rc) {
+		qsort(objs, (size_t)n, sizeof(*objs), by_addr);
+		rc = find_mappings(objs, n);
+	}
+	listed = n;
 	if (rc) {
 		snprintf(why, len, "the loaded objects cannot be listed (%s) to tell whether one has a Go runtime",
 			 strerror(rc));
 		found = 1;
-		o.len = 0;
 	}
-	for (off = 0; !found && off < o.len; off += strlen(o.names + off) + 1) {
-		const char *path = o.names + off;
-		int go = file_has_go(path), err = errno;
+	for (i = 0; !found && i < n; i++) {
+		struct object *ob = &objs[i];
+		int program = !strcmp(ob->name, PROGRAM), fd, go, err, replaced = 0;
+		const char *name = program ? "the program" : ob->path ? ob->path : ob->name;
 
+		if (!program && !ob->mapped) {
+			/* not mapped from a file (remapped, or unloaded since
+			 * it was listed) */
+			snprintf(why, len, "%s is not mapped from its file, so it cannot tell whether it has a Go runtime",
+				 ob->name);
+			found = 1;
+			break;
+		}
+		if (program) {
+			fd = -1;
+			go = file_has_go(PROGRAM);
+		} else {
+			fd = open_object(ob, &replaced);
+			go = fd < 0 ? -1 : fd_has_go(fd);
+		}
+		err = errno;
+		if (fd >= 0)
+			close(fd);
 		if (go > 0)
 			snprintf(why, len,
 				 "%s has a Go runtime and a process can hold only one (Go programs use the efadv package)",
-				 strcmp(path, "/proc/self/exe") ? path : "the program");
+				 name);
+		else if (!program && fd < 0 && replaced)
+			snprintf(why, len,
+				 "%s was replaced or removed since it was loaded, so its file cannot tell whether it has a Go runtime",
+				 ob->name);
 		else if (go < 0)
-			snprintf(why, len, "%s cannot be read to tell whether it has a Go runtime (%s)",
-				 strcmp(path, "/proc/self/exe") ? path : "the program", strerror(err));
+			snprintf(why, len, "%s cannot be read to tell whether it has a Go runtime (%s)", name,
+				 strerror(err));
 		found = go != 0;
 	}
+	for (i = 0; i < listed; i++)
+		free(objs[i].path);
+	free(objs);
 	free(o.names);
 	return found;
 }

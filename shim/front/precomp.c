@@ -29,12 +29,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -61,8 +61,41 @@ static struct {
 enum { PC_NONE, PC_READY };
 static _Atomic int pc_state;
 static _Atomic int strs_state;	/* 0 not read, 1 attached, -1 cannot be */
-static pthread_mutex_t pc_lock = PTHREAD_MUTEX_INITIALIZER;
+/* names its holder (guard.c): a thread whose call was abandoned by a
+ * siglongjmp while it read the file takes it over and reads it again;
+ * others wait for such a holder a bounded time, then answer without the
+ * file (the core computes) */
+static struct efap2p_lock pc_lock;
+#define PC_WAIT_S 2
 static const struct efap2p_index *pc_index;
+
+/*
+ * Buffers come from mmap, not malloc: the file is read with the signals
+ * open, and a handler that jumps out of the call (siglongjmp) must not
+ * leave the program's heap half updated. The length is kept in front.
+ */
+#define BUF_HEAD 16
+
+static void *buf_alloc(size_t len)
+{
+	uint8_t *p = mmap(NULL, len + BUF_HEAD, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	memcpy(p, &len, sizeof(len));
+	return p + BUF_HEAD;
+}
+
+static void buf_free(void *buf)
+{
+	uint8_t *p = buf;
+	size_t len;
+
+	if (!p)
+		return;
+	memcpy(&len, p - BUF_HEAD, sizeof(len));
+	munmap(p - BUF_HEAD, len + BUF_HEAD);
+}
 
 /* Opens path for reading without blocking; 0 and fd, st, or an errno
  * (EINVAL for anything but a regular file: a FIFO, a device, a folder). */
@@ -239,18 +272,27 @@ static int read_boot_id(char *buf, size_t len)
  * when it cannot be read. */
 static uint64_t count_functions(void)
 {
-	char dir[PATH_MAX];
-	struct dirent *e;
+	char dir[PATH_MAX], ents[4096];
 	uint64_t n = 0;
-	DIR *d;
+	ssize_t got;
+	int fd;
 
+	/* getdents64, not opendir: no malloc (see buf_alloc) */
 	snprintf(dir, sizeof(dir), "%s/bus/pci/devices", efap2p_config()->sysfs);
-	d = opendir(dir);
-	if (!d)
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
 		return 0;
-	while ((e = readdir(d)))
-		n += e->d_name[0] != '.';
-	closedir(d);
+	while ((got = getdents64(fd, ents, sizeof(ents))) > 0) {
+		ssize_t off = 0;
+
+		while (off < got) {
+			const struct dirent64 *e = (const struct dirent64 *)(ents + off);
+
+			n += e->d_name[0] != '.';
+			off += e->d_reclen;
+		}
+	}
+	close(fd);
 	return n;
 }
 
@@ -307,7 +349,7 @@ static int read_index(const char *path, const struct stat *json, char *why, size
 	head_len = efap2p_index_head_len(first, first_len, (uint64_t)st.st_size);
 	if (!head_len)
 		goto out;
-	pc.head = malloc(head_len);
+	pc.head = buf_alloc(head_len);
 	if (!pc.head) {
 		rc = ENOMEM;
 		goto out;
@@ -325,7 +367,7 @@ static int read_index(const char *path, const struct stat *json, char *why, size
 out:
 	close(fd);
 	if (rc) {
-		free(pc.head);
+		buf_free(pc.head);
 		pc.head = NULL;
 	}
 	return rc;
@@ -416,12 +458,12 @@ static int try_candidate(const char *file, int explicit)
 	rc = describes_machine(file, why, sizeof(why));
 	if (rc == ESRCH) {
 		efap2p_log(EFAP2P_LOG_ERROR, "%s; using the other sources instead", why);
-		free(pc.head);
+		buf_free(pc.head);
 		pc.head = NULL;
 		return 0;
 	}
 	if (rc) {
-		free(pc.head);
+		buf_free(pc.head);
 		pc.head = NULL;
 		return -1;
 	}
@@ -429,11 +471,19 @@ static int try_candidate(const char *file, int explicit)
 	return 1;
 }
 
+/* Finds, checks and reads the file (under pc_lock). Done again from the
+ * start by a thread whose call was abandoned in it (what it allocated
+ * then is left). */
 static void load(void)
 {
 	const struct efap2p_config *cfg = efap2p_config();
 	const char *cand[CANDIDATES];
 	int i, n = 0, explicit = cfg->topology != NULL, nfiles = 0;
+
+	pc_index = NULL;
+	memset(&pc.ix, 0, sizeof(pc.ix));
+	pc.head = NULL;
+	pc.this_boot = 0;
 
 	if (explicit) {
 		cand[n++] = cfg->topology;
@@ -468,25 +518,34 @@ static void ensure_loaded(void)
 	if (atomic_load_explicit(&pc_state, memory_order_acquire) == PC_READY)
 		return;
 	efap2p_guard_enter(&g);
-	pthread_mutex_lock(&pc_lock);
-	if (atomic_load_explicit(&pc_state, memory_order_relaxed) != PC_READY) {
-		load();
-		atomic_store_explicit(&pc_state, PC_READY, memory_order_release);
+	if (!efap2p_lock_take_within(&pc_lock, PC_WAIT_S)) {
+		if (atomic_load_explicit(&pc_state, memory_order_relaxed) != PC_READY) {
+			load();
+			atomic_store_explicit(&pc_state, PC_READY, memory_order_release);
+		}
+		efap2p_lock_drop(&pc_lock);
 	}
-	pthread_mutex_unlock(&pc_lock);
 	efap2p_guard_leave(&g);
+}
+
+/* pc is read only once loaded (a load can be left waiting on an
+ * abandoned holder) */
+static int loaded(void)
+{
+	ensure_loaded();
+	return atomic_load_explicit(&pc_state, memory_order_acquire) == PC_READY;
 }
 
 const struct efap2p_index *efap2p_precomp(void)
 {
-	ensure_loaded();
-	return pc_index;
+	return loaded() ? pc_index : NULL;
 }
 
 const char *const *efap2p_precomp_core_files(void)
 {
-	ensure_loaded();
-	return pc.core_files;
+	static const char *const none[] = { NULL };
+
+	return loaded() ? pc.core_files : none;
 }
 
 int efap2p_precomp_this_boot(void)
@@ -496,8 +555,7 @@ int efap2p_precomp_this_boot(void)
 
 const char *efap2p_precomp_file(void)
 {
-	ensure_loaded();
-	return pc_index ? pc.path : NULL;
+	return efap2p_precomp() ? pc.path : NULL;
 }
 
 /* Reads len bytes at off of the index in use, which must be the one read
@@ -518,13 +576,13 @@ static int read_region(uint64_t off, size_t len, char **out)
 	    !same_file(&st, pc.idx_st.st_ino, (uint64_t)pc.idx_st.st_size, ns(&pc.idx_st.st_mtim),
 		       ns(&pc.idx_st.st_ctim)))
 		goto out;
-	buf = malloc(len ? len : 1);
+	buf = buf_alloc(len ? len : 1);
 	rc = ENOMEM;
 	if (!buf)
 		goto out;
 	rc = pread_full(fd, buf, len, (off_t)off);
 	if (rc)
-		free(buf);
+		buf_free(buf);
 	else
 		*out = buf;
 out:
@@ -544,7 +602,10 @@ static int load_part(_Atomic int *state, int (*load)(void), const char *what)
 	if (!efap2p_precomp())
 		return ENOENT;
 	efap2p_guard_enter(&g);
-	pthread_mutex_lock(&pc_lock);
+	if (efap2p_lock_take_within(&pc_lock, PC_WAIT_S)) {
+		efap2p_guard_leave(&g);
+		return EIO;
+	}
 	st = atomic_load_explicit(state, memory_order_relaxed);
 	if (!st) {
 		int rc = load();
@@ -555,7 +616,7 @@ static int load_part(_Atomic int *state, int (*load)(void), const char *what)
 		st = rc ? -1 : 1;
 		atomic_store_explicit(state, st, memory_order_release);
 	}
-	pthread_mutex_unlock(&pc_lock);
+	efap2p_lock_drop(&pc_lock);
 	efap2p_guard_leave(&g);
 	return st > 0 ? 0 : EIO;
 }
@@ -566,7 +627,7 @@ static int load_strings(void)
 	int rc = read_region(pc.ix.strs_off, pc.ix.strs_len, &strs);
 
 	if (!rc && (rc = efap2p_index_attach(&pc.ix, strs, pc.ix.strs_len)))
-		free(strs);
+		buf_free(strs);
 	return rc;
 }
 
@@ -585,7 +646,7 @@ static int load_records(void)
 	rc = read_region(off, (size_t)(end - off), &buf);
 	if (!rc && (rc = efap2p_index_attach_records(&pc.ix, (const uint8_t *)buf, off,
 						     (size_t)(end - off))))
-		free(buf);
+		buf_free(buf);
 	return rc ? rc : efap2p_index_complete(&pc.ix) ? 0 : EINVAL;
 }
 
@@ -626,5 +687,5 @@ int efap2p_nic_key(struct ibv_device *device, uint64_t *key)
 /* In the child of fork(): only this thread exists. */
 void efap2p_precomp_atfork_child(void)
 {
-	pthread_mutex_init(&pc_lock, NULL);
+	efap2p_lock_atfork_child(&pc_lock, efap2p_lock_mine(&pc_lock));
 }

@@ -72,8 +72,9 @@ static int p2p_dma_slow(struct ibv_device *device, int off)
  * call from a signal handler that interrupted a slow path of this thread
  * gets only what is cached. The configuration is read before the guard (a
  * first read inside one is taken for a signal handler's). errno is the
- * caller's again after it. */
-static int p2p_dma_cold(struct ibv_device *device)
+ * caller's again after it. Not inlined: the warm path keeps no frame
+ * pointer (efap2p_reentered reads this function's frame). */
+__attribute__((noinline)) static int p2p_dma_cold(struct ibv_device *device)
 {
 	int saved = errno, off = efap2p_config()->mode == EFAP2P_MODE_OFF, yes;
 
