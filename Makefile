@@ -69,7 +69,7 @@ APT_PACKAGES = libibverbs-dev ibverbs-providers ibverbs-utils python3-pyverbs \
 	build-essential debhelper dpkg-dev lintian man-db \
 	libcap2-bin util-linux prometheus pciutils hwloc \
 	libfabric-bin udev python3-yaml strace time \
-	libfabric-dev openmpi-bin libopenmpi-dev perftest qperf
+	libfabric-dev openmpi-bin libopenmpi-dev perftest qperf shellcheck
 # The fleet engines `make fleet-test` runs efap2p check inside.
 FLEET_PACKAGES = slurm-wlm munge prometheus prometheus-node-exporter curl python3
 # The tool, as the Makefile and CMake build it: a PIE linked with libc by
