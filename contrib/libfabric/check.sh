@@ -159,7 +159,8 @@ else
 	gitapply "$work/patched" "$here/patches/$series"/*.patch || exit 1
 fi
 for p in "$here/patches/$series"/*.patch; do
-	echo "   $(basename "$p"): $(sed -n 's/^Subject: \[PATCH[^]]*\] //p' "$p")"
+	subject=$(awk '/^Subject: /{s = $0; while ((getline l) > 0 && l ~ /^ /) s = s l; print s; exit}' "$p")
+	echo "   $(basename "$p"): ${subject#Subject: \[PATCH*\] }"
 done
 
 # rdma-core before 45 (Debian 12) lacks the RDMA write cap that the unit
@@ -274,7 +275,7 @@ fienv=(FI_LOG_LEVEL=info)
 if [ "$cuda" = standin ]; then
 	fienv+=(LD_LIBRARY_PATH="$work/standin")
 fi
-decision='FI_HMEM_CUDA P2P (between|with|:)'
+decision='FI_HMEM_CUDA P2P( between| with|:)'
 LD_PRELOAD=$lib sim env "${fienv[@]}" "$work/build-patched/util/fi_info" -p efa >"$work/fi_info-preload.log" 2>&1
 fi_rc=$?
 [ $fi_rc -eq 0 ] || bad "fi_info -p efa exited $fi_rc"
@@ -308,19 +309,34 @@ else
 	echo "   (CHECK_CUDA=none: FI_HMEM_CUDA is not initialized, so fi_info reaches no CUDA decision)"
 fi
 
-echo "== fi_pingpong -p efa -e rdm of the patched build, two processes of one emulated host, libefap2p preloaded"
-# shellcheck disable=SC2016 # expanded inside the emulated host
-LD_PRELOAD=$lib timeout 300 sim sh -c '
-	"$1" -p efa -e rdm -I 200 -S 4096 >"$2/pingpong-server.log" 2>&1 &
-	pid=$!
-	sleep 2
-	"$1" -p efa -e rdm -I 200 -S 4096 127.0.0.1 >"$2/pingpong-client.log" 2>&1
-	rc=$?
-	wait $pid || rc=1
-	exit $rc' sh "$work/build-patched/util/fi_pingpong" "$work" >/dev/null 2>&1
-pp_rc=$?
-sed -n '1,3p' "$work/pingpong-client.log" | sed 's/^/   /'
-[ $pp_rc -eq 0 ] || bad "fi_pingpong exited $pp_rc (logs: $work/pingpong-*.log)"
+# pingpong NAME: fi_pingpong -p efa -e rdm of build NAME, server and client
+# in one emulated host (shm off, so that the EFA device carries the data),
+# libefap2p preloaded. Leaves $work/pingpong-NAME-{server,client}.log.
+pingpong() {
+	local port=$((20000 + RANDOM % 30000))
+	# shellcheck disable=SC2016 # expanded inside the emulated host
+	LD_PRELOAD=$lib timeout 120 "$efap2p" sim --machine p5.48xlarge -- \
+		env FI_EFA_ENABLE_SHM_TRANSFER=0 sh -c '
+		"$1" -p efa -e rdm -I 100 -S 4096 -c -B "$3" >"$2-server.log" 2>&1 &
+		pid=$!
+		sleep 3
+		"$1" -p efa -e rdm -I 100 -S 4096 -c -P "$3" 127.0.0.1 >"$2-client.log" 2>&1
+		rc=$?
+		wait $pid || rc=1
+		exit $rc' sh "$work/build-$1/util/fi_pingpong" "$work/pingpong-$1" "$port" >/dev/null 2>&1
+}
+echo "== fi_pingpong -p efa -e rdm -S 4096 of the patched build, two processes of one emulated host, libefap2p preloaded"
+if pingpong patched; then
+	sed -n '1,2p' "$work/pingpong-patched-client.log" | sed 's/^/   /'
+else
+	pp_rc=$?
+	echo "   exited $pp_rc ($([ $pp_rc = 124 ] && echo "hung: killed after 120 s" || echo failed)); the unpatched build:"
+	if pingpong unpatched; then
+		bad "fi_pingpong fails with the patch only (logs: $work/pingpong-*.log)"
+	else
+		echo "   exited $? too: not the patch's (logs: $work/pingpong-*.log)"
+	fi
+fi
 
 if [ $fail -ne 0 ]; then
 	echo "check.sh: FAIL: libfabric $version ($commit) with patches/$series; logs in $work"
