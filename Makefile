@@ -82,7 +82,7 @@ APT_PACKAGES = $(RUN_PACKAGES) ibverbs-utils python3-pyverbs mmdebstrap \
 	build-essential debhelper dpkg-dev lintian man-db \
 	libcap2-bin util-linux prometheus pciutils hwloc \
 	libfabric-bin udev python3-yaml strace time \
-	libfabric-dev openmpi-bin libopenmpi-dev perftest qperf
+	libfabric-dev openmpi-bin libopenmpi-dev perftest qperf shellcheck
 # The fleet engines `make fleet-test` runs efap2p check inside, and what
 # builds and runs the DaemonSet's image (the packages, mmdebstrap, podman).
 FLEET_PACKAGES = slurm-wlm munge prometheus prometheus-node-exporter curl python3 \
