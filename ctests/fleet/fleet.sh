@@ -71,6 +71,59 @@ until_ok() {
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
+# slurm_start EXTRA: a one-node cluster of this host ($node) on loopback:
+# munged with its own key and socket (as the munge user), slurmctld and
+# slurmd with $SLURM_CONF, whose lines are the common ones, then EXTRA's
+# (the scenario's TaskProlog or health check), then the node's.
+slurm_start() {
+	dd if=/dev/urandom of="$tmp/munge.key" bs=1024 count=1 status=none
+	mkdir "$tmp/munge" && chown munge:munge "$tmp/munge" "$tmp/munge.key" && chmod 755 "$tmp/munge" && chmod 400 "$tmp/munge.key"
+	runuser -u munge -- munged --foreground --socket="$tmp/munge/socket" --key-file="$tmp/munge.key" \
+		--pid-file="$tmp/munge/pid" --log-file="$tmp/munge/log" --seed-file="$tmp/munge/seed" &
+	pids+=($!)
+	until_ok 10 test -S "$tmp/munge/socket" || fail "munged did not start"
+	local ctld slurmd_port
+	ctld=$(free_port) slurmd_port=$(free_port)
+	mkdir "$tmp/state" "$tmp/spool"
+	{
+		cat <<-CONF
+		ClusterName=efap2pfleet
+		SlurmctldHost=$node(127.0.0.1)
+		SlurmctldPort=$ctld
+		SlurmdPort=$slurmd_port
+		AuthType=auth/munge
+		AuthInfo=socket=$tmp/munge/socket
+		CredType=cred/munge
+		SlurmUser=root
+		SlurmdUser=root
+		StateSaveLocation=$tmp/state
+		SlurmdSpoolDir=$tmp/spool
+		SlurmctldPidFile=$tmp/slurmctld.pid
+		SlurmdPidFile=$tmp/slurmd.pid
+		SlurmctldLogFile=$tmp/slurmctld.log
+		SlurmdLogFile=$tmp/slurmd.log
+		ProctrackType=proctrack/linuxproc
+		TaskPlugin=task/none
+		JobAcctGatherType=jobacct_gather/none
+		AccountingStorageType=accounting_storage/none
+		SelectType=select/linear
+		MpiDefault=none
+		ReturnToService=2
+		CONF
+		printf '%s\n' "$1"
+		cat <<-CONF
+		NodeName=$node NodeAddr=127.0.0.1 CPUs=1 RealMemory=1 State=UNKNOWN
+		PartitionName=fleet Nodes=$node Default=YES State=UP
+		CONF
+	} >"$SLURM_CONF"
+	logs="$tmp/slurmctld.log $tmp/slurmd.log"
+	slurmctld -D -i -f "$SLURM_CONF" >"$tmp/slurmctld.out" 2>&1 &
+	pids+=($!)
+	until_ok 30 scontrol ping >/dev/null 2>&1 || fail "slurmctld did not answer"
+	slurmd -D -N "$node" -f "$SLURM_CONF" >"$tmp/slurmd.out" 2>&1 &
+	pids+=($!)
+}
+
 # taskprolog: srun's tasks through slurmd and the packaged TaskProlog, in
 # the emulated host $tmp/task-host starts: the scenario file names its
 # model and the NICs export --boot records as firmware-blocked.
@@ -78,16 +131,9 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 taskprolog() {
 	local c
 	for c in slurmctld slurmd munged scontrol srun sinfo; do command -v $c >/dev/null || skip "$c missing (Debian packages slurm-wlm, munge)"; done
-	local node ctld slurmd_port out
+	local node out
 	node=$(hostname -s)
 	export SLURM_CONF=$tmp/slurm.conf
-	dd if=/dev/urandom of="$tmp/munge.key" bs=1024 count=1 status=none
-	mkdir "$tmp/munge" && chown munge:munge "$tmp/munge" "$tmp/munge.key" && chmod 755 "$tmp/munge" && chmod 400 "$tmp/munge.key"
-	runuser -u munge -- munged --foreground --socket="$tmp/munge/socket" --key-file="$tmp/munge.key" \
-		--pid-file="$tmp/munge/pid" --log-file="$tmp/munge/log" --seed-file="$tmp/munge/seed" &
-	pids+=($!)
-	until_ok 10 test -S "$tmp/munge/socket" || fail "munged did not start"
-	ctld=$(free_port) slurmd_port=$(free_port)
 	sed -e "s|@bindir@|$(dirname "$efap2p")|g" -e "s|@datadir@|$src/dist|g" "$src/dist/efap2p-slurm-taskprolog.in" >"$tmp/slurm-taskprolog"
 	chmod 755 "$tmp/slurm-taskprolog"
 	cat >"$tmp/task-host" <<-SH
@@ -97,40 +143,7 @@ taskprolog() {
 	exec "$efap2p" sim --machine "\$MODEL" -- sh -c '"\$0" export --boot \${1:+--peer-blocked "\$1"} >/dev/null 2>&1 || exit 99; shift; exec "\$@"' "$efap2p" "\$BLOCKED" "\$@"
 	SH
 	chmod 755 "$tmp/task-host"
-	mkdir "$tmp/state" "$tmp/spool"
-	cat >"$SLURM_CONF" <<-CONF
-	ClusterName=efap2pfleet
-	SlurmctldHost=$node(127.0.0.1)
-	SlurmctldPort=$ctld
-	SlurmdPort=$slurmd_port
-	AuthType=auth/munge
-	AuthInfo=socket=$tmp/munge/socket
-	CredType=cred/munge
-	SlurmUser=root
-	SlurmdUser=root
-	StateSaveLocation=$tmp/state
-	SlurmdSpoolDir=$tmp/spool
-	SlurmctldPidFile=$tmp/slurmctld.pid
-	SlurmdPidFile=$tmp/slurmd.pid
-	SlurmctldLogFile=$tmp/slurmctld.log
-	SlurmdLogFile=$tmp/slurmd.log
-	ProctrackType=proctrack/linuxproc
-	TaskPlugin=task/none
-	JobAcctGatherType=jobacct_gather/none
-	AccountingStorageType=accounting_storage/none
-	SelectType=select/linear
-	MpiDefault=none
-	ReturnToService=2
-	TaskProlog=$tmp/slurm-taskprolog
-	NodeName=$node NodeAddr=127.0.0.1 CPUs=1 RealMemory=1 State=UNKNOWN
-	PartitionName=fleet Nodes=$node Default=YES State=UP
-	CONF
-	logs="$tmp/slurmctld.log $tmp/slurmd.log"
-	slurmctld -D -i -f "$SLURM_CONF" >"$tmp/slurmctld.out" 2>&1 &
-	pids+=($!)
-	until_ok 30 scontrol ping >/dev/null 2>&1 || fail "slurmctld did not answer"
-	slurmd -D -N "$node" -f "$SLURM_CONF" >"$tmp/slurmd.out" 2>&1 &
-	pids+=($!)
+	slurm_start "TaskProlog=$tmp/slurm-taskprolog"
 	idle() { [ "$(sinfo -h -n "$node" -o '%T' 2>/dev/null)" = idle ]; }
 	until_ok 60 idle || fail "the node is not idle: $(sinfo -h -n "$node" -o '%T %E')"
 	# task [VAR=value...]: the task's environment in the emulated host,
@@ -182,14 +195,6 @@ slurm)
 	for c in slurmctld slurmd munged scontrol sinfo; do command -v $c >/dev/null || skip "$c missing (Debian packages slurm-wlm, munge)"; done
 	node=$(hostname -s)
 	export SLURM_CONF=$tmp/slurm.conf
-	# munge: its own key and socket, as the munge user
-	dd if=/dev/urandom of="$tmp/munge.key" bs=1024 count=1 status=none
-	mkdir "$tmp/munge" && chown munge:munge "$tmp/munge" "$tmp/munge.key" && chmod 755 "$tmp/munge" && chmod 400 "$tmp/munge.key"
-	runuser -u munge -- munged --foreground --socket="$tmp/munge/socket" --key-file="$tmp/munge.key" \
-		--pid-file="$tmp/munge/pid" --log-file="$tmp/munge/log" --seed-file="$tmp/munge/seed" &
-	pids+=($!)
-	until_ok 10 test -S "$tmp/munge/socket" || fail "munged did not start"
-	ctld=$(free_port) slurmd_port=$(free_port)
 	# HealthCheckProgram: the packaged wrapper, run inside the emulated host
 	# the scenario file names (the model, and a topology file or none)
 	sed -e "s|@bindir@|$(dirname "$efap2p")|g" -e "s|@datadir@|$src/dist|g" "$src/dist/efap2p-slurm-healthcheck.in" >"$tmp/slurm-healthcheck"
@@ -202,42 +207,7 @@ slurm)
 	SH
 	chmod 755 "$tmp/hc"
 	echo "MODEL=p5.48xlarge" >"$tmp/scenario"
-	mkdir "$tmp/state" "$tmp/spool"
-	cat >"$SLURM_CONF" <<-CONF
-	ClusterName=efap2pfleet
-	SlurmctldHost=$node(127.0.0.1)
-	SlurmctldPort=$ctld
-	SlurmdPort=$slurmd_port
-	AuthType=auth/munge
-	AuthInfo=socket=$tmp/munge/socket
-	CredType=cred/munge
-	SlurmUser=root
-	SlurmdUser=root
-	StateSaveLocation=$tmp/state
-	SlurmdSpoolDir=$tmp/spool
-	SlurmctldPidFile=$tmp/slurmctld.pid
-	SlurmdPidFile=$tmp/slurmd.pid
-	SlurmctldLogFile=$tmp/slurmctld.log
-	SlurmdLogFile=$tmp/slurmd.log
-	ProctrackType=proctrack/linuxproc
-	TaskPlugin=task/none
-	JobAcctGatherType=jobacct_gather/none
-	AccountingStorageType=accounting_storage/none
-	SelectType=select/linear
-	MpiDefault=none
-	ReturnToService=2
-	HealthCheckProgram=$tmp/hc
-	HealthCheckInterval=1
-	HealthCheckNodeState=ANY
-	NodeName=$node NodeAddr=127.0.0.1 CPUs=1 RealMemory=1 State=UNKNOWN
-	PartitionName=fleet Nodes=$node Default=YES State=UP
-	CONF
-	logs="$tmp/slurmctld.log $tmp/slurmd.log"
-	slurmctld -D -i -f "$SLURM_CONF" >"$tmp/slurmctld.out" 2>&1 &
-	pids+=($!)
-	until_ok 30 scontrol ping >/dev/null 2>&1 || fail "slurmctld did not answer"
-	slurmd -D -N "$node" -f "$SLURM_CONF" >"$tmp/slurmd.out" 2>&1 &
-	pids+=($!)
+	slurm_start "$(printf '%s\n' "HealthCheckProgram=$tmp/hc" "HealthCheckInterval=1" "HealthCheckNodeState=ANY")"
 	state() { sinfo -h -n "$node" -o '%T' 2>/dev/null; }
 	reason() { sinfo -h -n "$node" -o '%E' 2>/dev/null; }
 	# is STATE: the node's state is STATE, seen after at least 3 health
