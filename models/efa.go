@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/efap2p/efap2p/internal/modversion"
 	"github.com/efap2p/efap2p/p2p"
 )
 
@@ -264,15 +265,6 @@ func driverVersion(s string) ([3]int, bool) {
 	return v, true
 }
 
-func versionLess(a, b [3]int) bool {
-	for i := range a {
-		if a[i] != b[i] {
-			return a[i] < b[i]
-		}
-	}
-	return false
-}
-
 // EFADriverRelease returns the upstream kernel release whose efa driver
 // answers as the model's does (its ABI: the device_caps bits it reports, the
 // fields of its commands, its methods). The in-tree driver is the kernel's
@@ -294,7 +286,7 @@ func (m *Machine) EFADriverRelease() (p2p.Release, string) {
 	}
 	rel := p2p.MustParseRelease("6.1")
 	for _, a := range amznEFA {
-		if !versionLess(v, a.version) {
+		if !modversion.Less(v, a.version) {
 			rel = a.like
 		}
 	}
