@@ -35,6 +35,7 @@ import (
 	"strings"
 
 	"github.com/efap2p/efap2p/devices"
+	"github.com/efap2p/efap2p/internal/counted"
 	"github.com/efap2p/efap2p/nccltopo"
 	"github.com/efap2p/efap2p/nodecheck"
 	"github.com/efap2p/efap2p/p2p"
@@ -280,14 +281,14 @@ func (r *Result) decide(report *nodecheck.Report, gpus bool) {
 		return
 	case r.P2PPairs > 0:
 		r.Answer = AnswerP2P
-		r.Summary = fmt.Sprintf("GPUDirect RDMA works for this task: %d of its %s have true P2P DMA", r.P2PPairs, plural(r.Pairs, kind+" pair"))
+		r.Summary = fmt.Sprintf("GPUDirect RDMA works for this task: %d of its %s have true P2P DMA", r.P2PPairs, counted.Noun(r.Pairs, kind+" pair"))
 		return
 	case r.UncertainPairs > 0:
 		r.Answer = AnswerUncertain
-		r.Summary = fmt.Sprintf("cannot tell whether GPUDirect RDMA works for this task: none of its %s has true P2P DMA for certain, %d cannot be vouched for", plural(r.Pairs, kind+" pair"), r.UncertainPairs)
+		r.Summary = fmt.Sprintf("cannot tell whether GPUDirect RDMA works for this task: none of its %s has true P2P DMA for certain, %d cannot be vouched for", counted.Noun(r.Pairs, kind+" pair"), r.UncertainPairs)
 	default:
 		r.Answer = AnswerNoP2P
-		r.Summary = fmt.Sprintf("no GPUDirect RDMA for this task: none of its %s has true P2P DMA", plural(r.Pairs, kind+" pair"))
+		r.Summary = fmt.Sprintf("no GPUDirect RDMA for this task: none of its %s has true P2P DMA", counted.Noun(r.Pairs, kind+" pair"))
 	}
 	// why: the check's first finding about the task's devices (or the
 	// whole node), in its words
@@ -396,13 +397,6 @@ func checkNCCLFile(name string) error {
 		return fmt.Errorf("%s was written during boot %s, this is boot %s (efap2p export --boot rewrites it at every boot)", name, id, boot)
 	}
 	return nil
-}
-
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return strconv.Itoa(n) + " " + what + "s"
 }
 
 func taskLacks(accels, nics int) string {

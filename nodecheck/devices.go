@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/efap2p/efap2p/internal/counted"
 	"github.com/efap2p/efap2p/p2p"
 )
 
@@ -119,12 +120,12 @@ func (c *checker) deviceFindings() {
 	}
 	if len(noDriver) > 0 {
 		c.add(Finding{Code: CodeEFADriverMissing, Severity: SeverityError, Subjects: noDriver,
-			Message: fmt.Sprintf("%s without the efa driver: %s", count(len(noDriver), "EFA NIC"), addrList(noDriver)),
+			Message: fmt.Sprintf("%s without the efa driver: %s", counted.Noun(len(noDriver), "EFA NIC"), addrList(noDriver)),
 			Fix:     "Load the EFA driver (`modprobe efa`); install it with the AWS EFA installer, or use a kernel built with CONFIG_INFINIBAND_EFA; `dmesg | grep -i efa` says why a probe failed."})
 	}
 	if len(noRDMA) > 0 {
 		c.add(Finding{Code: CodeEFARDMADeviceMissing, Severity: SeverityError, Subjects: noRDMA,
-			Message: fmt.Sprintf("%s not usable from user space: %s", count(len(noRDMA), "EFA NIC"), strings.Join(rdmaWhy, ", ")),
+			Message: fmt.Sprintf("%s not usable from user space: %s", counted.Noun(len(noRDMA), "EFA NIC"), strings.Join(rdmaWhy, ", ")),
 			Fix:     "Load the RDMA user-space access module (`modprobe ib_uverbs`); `ibv_devices` should then list every EFA device."})
 	}
 	c.portFindings()
@@ -150,7 +151,7 @@ func (c *checker) deviceFindings() {
 		}
 		fix += "; its kernel log (`dmesg`) says why it did not bind. Without a driver nothing exports the accelerator's memory."
 		c.add(Finding{Code: CodeAccelDriverMissing, Severity: SeverityError, Subjects: noAccDriver,
-			Message: fmt.Sprintf("%s without a driver: %s", count(len(noAccDriver), "accelerator"), c.accList(noAccDriver)),
+			Message: fmt.Sprintf("%s without a driver: %s", counted.Noun(len(noAccDriver), "accelerator"), c.accList(noAccDriver)),
 			Fix:     fix})
 	}
 }
@@ -219,7 +220,7 @@ func (c *checker) portFindings() {
 		return
 	}
 	c.add(Finding{Code: CodeEFAPortDown, Severity: SeverityError, Subjects: down,
-		Message: fmt.Sprintf("%s without an active port: %s", count(len(down), "EFA device"), strings.Join(why, ", ")),
+		Message: fmt.Sprintf("%s without an active port: %s", counted.Noun(len(down), "EFA device"), strings.Join(why, ", ")),
 		Fix:     "A port that is not ACTIVE carries no traffic: `ibv_devinfo -d DEVICE` shows its state; check that the EFA interface is attached and its security group allows all traffic to and from itself, then reload the driver (`modprobe -r efa && modprobe efa`) or stop and start the instance."})
 }
 
@@ -264,6 +265,6 @@ func (c *checker) userspaceFindings() {
 	}
 	sort.Strings(idList)
 	c.add(Finding{Code: CodeEFAUnclaimed, Severity: SeverityError, Subjects: missing,
-		Message: fmt.Sprintf("%d of %s are not listed by libibverbs (its EFA provider does not claim PCI ID %s): %s", len(missing), count(len(c.r.NICs), "EFA device"), strings.Join(idList, ", "), c.nicList(missing)),
+		Message: fmt.Sprintf("%d of %s are not listed by libibverbs (its EFA provider does not claim PCI ID %s): %s", len(missing), counted.Noun(len(c.r.NICs), "EFA device"), strings.Join(idList, ", "), c.nicList(missing)),
 		Fix:     "Install an rdma-core whose libefa claims the device (the AWS EFA installer's; Debian 12's rdma-core 44 claims 1d0f:efa0..efa2 only); `ibv_devices` then lists every EFA device."})
 }

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/efap2p/efap2p/internal/counted"
 	"github.com/efap2p/efap2p/internal/pciclass"
 	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/p2p"
@@ -198,7 +199,7 @@ func (c *checker) countFinding(what, model string, want []p2p.Addr, have map[p2p
 	}
 	if len(extra) > 0 {
 		c.add(Finding{Code: extraCode, Severity: SeverityWarning, Subjects: extra,
-			Message: fmt.Sprintf("%s at addresses the model of %s does not have: %s", count(len(extra), what), model, addrList(extra)),
+			Message: fmt.Sprintf("%s at addresses the model of %s does not have: %s", counted.Noun(len(extra), what), model, addrList(extra)),
 			Fix:     "The machine is not laid out as the model says: check the instance type (DMI product_name), or compare with the right model (--expect MODEL)."})
 	}
 	return len(missing) > 0 || len(extra) > 0

@@ -23,6 +23,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/efap2p/efap2p/internal/counted"
 	"github.com/efap2p/efap2p/models"
 	"github.com/efap2p/efap2p/p2p"
 )
@@ -226,15 +227,7 @@ func its(n int, what string) string {
 	if n == 1 {
 		return "its " + what
 	}
-	return "its " + count(n, what)
-}
-
-// count says "1 NIC", "4 NICs".
-func count(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
+	return "its " + counted.Noun(n, what)
 }
 
 func allGPUs(as []Accelerator) bool {

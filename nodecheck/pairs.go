@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/efap2p/efap2p/internal/counted"
 	"github.com/efap2p/efap2p/p2p"
 )
 
@@ -150,12 +151,12 @@ func (c *checker) accelFindings() {
 		word := localWord(best)
 		if len(refused) > 0 {
 			c.add(Finding{Code: CodeP2PRefused, Severity: SeverityError, Subjects: append([]p2p.Addr{a.Addr}, refused...),
-				Message: fmt.Sprintf("%s %s: P2P DMA refused with %d of its %s: %s", a.Name, a.Addr, len(refused), count(len(a.LocalNICs), word+" EFA NIC"), c.nicList(refused)),
+				Message: fmt.Sprintf("%s %s: P2P DMA refused with %d of its %s: %s", a.Name, a.Addr, len(refused), counted.Noun(len(a.LocalNICs), word+" EFA NIC"), c.nicList(refused)),
 				Reason:  firstRefused.Reason, Fix: c.fixFor(firstRefused)})
 		}
 		if len(bounced) > 0 {
 			c.add(Finding{Code: CodeP2PBounced, Severity: SeverityWarning, Subjects: append([]p2p.Addr{a.Addr}, bounced...),
-				Message: fmt.Sprintf("%s %s: registration works with %d of its %s, but the exporter bounces the DMA through system memory: %s", a.Name, a.Addr, len(bounced), count(len(a.LocalNICs), word+" EFA NIC"), c.nicList(bounced)),
+				Message: fmt.Sprintf("%s %s: registration works with %d of its %s, but the exporter bounces the DMA through system memory: %s", a.Name, a.Addr, len(bounced), counted.Noun(len(a.LocalNICs), word+" EFA NIC"), c.nicList(bounced)),
 				Reason:  firstBounced.Reason,
 				Fix:     c.fixFor(firstBounced) + " amdgpu keeps the memory in VRAM only for peers the kernel allows."})
 		}
@@ -163,7 +164,7 @@ func (c *checker) accelFindings() {
 	if len(remoteRefused) > 0 {
 		v := c.verdicts[remoteRefused[0]]
 		c.note("%s beyond the accelerators' local NICs refused (e.g. %s with %s: %s); NCCL uses GPUDirect RDMA only for paths up to NCCL_NET_GDR_LEVEL (PXB by default).",
-			count(len(remoteRefused), "pair"), c.accList([]p2p.Addr{remoteRefused[0].acc}), c.nicList([]p2p.Addr{remoteRefused[0].nic}), firstSentence(v.Reason))
+			counted.Noun(len(remoteRefused), "pair"), c.accList([]p2p.Addr{remoteRefused[0].acc}), c.nicList([]p2p.Addr{remoteRefused[0].nic}), firstSentence(v.Reason))
 	}
 }
 

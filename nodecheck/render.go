@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/efap2p/efap2p/internal/counted"
 	"github.com/efap2p/efap2p/internal/textwrap"
 	"github.com/efap2p/efap2p/p2p"
 )
@@ -91,19 +92,19 @@ func (r *Report) WriteText(w io.Writer) error {
 	kv("host", fmt.Sprintf("%s, kernel %s", host, h.Kernel))
 	if e := r.Expected; e != nil {
 		if e.DevicesMatch {
-			s := fmt.Sprintf("as expected for %s: %s, %s", e.Model, count(e.FoundAccelerators, "accelerator"), count(e.FoundEFADevices, "EFA device"))
+			s := fmt.Sprintf("as expected for %s: %s, %s", e.Model, counted.Noun(e.FoundAccelerators, "accelerator"), counted.Noun(e.FoundEFADevices, "EFA device"))
 			missing := 0
 			for _, l := range e.LocalNICs {
 				missing += len(l.Missing)
 			}
 			if missing > 0 {
-				s += fmt.Sprintf("; %s without true P2P", count(missing, "expected local pair"))
+				s += fmt.Sprintf("; %s without true P2P", counted.Noun(missing, "expected local pair"))
 			}
 			kv("layout", s)
 		} else {
 			// each kind: what the node has, and where the model differs
 			kind := func(found, model, matching int, what string) string {
-				s := count(found, what)
+				s := counted.Noun(found, what)
 				if found != model || matching != model {
 					s += fmt.Sprintf(" (the model has %d; %d at its addresses)", model, matching)
 				}
@@ -113,7 +114,7 @@ func (r *Report) WriteText(w io.Writer) error {
 				kind(e.FoundEFADevices, e.EFADevices, e.MatchingEFADevices, "EFA device")))
 		}
 	} else {
-		kv("layout", fmt.Sprintf("%s, %s (no machine model compared)", count(len(r.Accelerators), "accelerator"), count(len(r.NICs), "EFA device")))
+		kv("layout", fmt.Sprintf("%s, %s (no machine model compared)", counted.Noun(len(r.Accelerators), "accelerator"), counted.Noun(len(r.NICs), "EFA device")))
 	}
 	kv("EFA", efaLine(h))
 	kv("verdicts", verdictLine(r))
@@ -204,7 +205,7 @@ func verdictLine(r *Report) string {
 		srcs = append(srcs, fmt.Sprintf("%d %s", k, s))
 	}
 	sort.Strings(srcs)
-	s := count(n, "pair")
+	s := counted.Noun(n, "pair")
 	if len(srcs) > 0 {
 		s += " (" + strings.Join(srcs, ", ") + ")"
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/efap2p/efap2p/internal/counted"
 	"github.com/efap2p/efap2p/p2p"
 )
 
@@ -57,7 +58,7 @@ func (c *checker) uncertainty() {
 			what = append(what, s)
 		}
 		what = append(what, unread...)
-		msg := fmt.Sprintf("%d of %s %s uncertain: their outcome depends on %s, which this user cannot read", acsHidden+other, count(total, "pair"), verb(acsHidden+other, "is", "are"), strings.Join(what, "; "))
+		msg := fmt.Sprintf("%d of %s %s uncertain: their outcome depends on %s, which this user cannot read", acsHidden+other, counted.Noun(total, "pair"), verb(acsHidden+other, "is", "are"), strings.Join(what, "; "))
 		if acsHidden > 0 {
 			msg += " (PCI config space past 64 bytes is hidden without root"
 			if c.opt.TopologyFile == "" || c.r.Host.TopologyFileError != "" {
@@ -71,7 +72,7 @@ func (c *checker) uncertainty() {
 	}
 	if undecided > 0 {
 		c.add(Finding{Code: CodePeerMemoryUndecided, Severity: SeverityUnknown,
-			Message: fmt.Sprintf("%d of %s %s on the EFA driver's peer-memory path (their dma-buf path is not P2P), which this build does not decide pair by pair", undecided, count(total, "pair"), verb(undecided, "depends", "depend")),
+			Message: fmt.Sprintf("%d of %s %s on the EFA driver's peer-memory path (their dma-buf path is not P2P), which this build does not decide pair by pair", undecided, counted.Noun(total, "pair"), verb(undecided, "depends", "depend")),
 			Fix:     "Make the dma-buf path work (a kernel of 5.12 or later with the out-of-tree driver, 5.16 with the in-tree one); `efap2p explain ACCELERATOR NIC` shows the dma-buf verdict."})
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/efap2p/efap2p/internal/counted"
 	"github.com/efap2p/efap2p/models"
 )
 
@@ -95,9 +96,9 @@ func ProviderNote(m *models.Machine) string {
 	if need != [2]int{} {
 		newer = fmt.Sprintf("rdma-core %d.%d and newer claim it", need[0], need[1])
 	}
-	listed := fmt.Sprintf("none of its %d EFA NICs", count)
+	listed := "none of its " + counted.Noun(count, "EFA NIC")
 	if all := len(m.EFANICs()); count < all {
-		listed = fmt.Sprintf("%d of its %d EFA NICs", all-count, all)
+		listed = fmt.Sprintf("%d of its %s", all-count, counted.Noun(all, "EFA NIC"))
 	}
 	return fmt.Sprintf("the installed libefa (rdma-core %s) does not claim %s, the EFA device of %s: libibverbs lists %s; %s",
 		name, strings.Join(ids, ", "), m.Name, listed, newer)
