@@ -184,27 +184,59 @@ if [ "$cuda" = standin ]; then
 fi
 echo "== configure ${conf[*]}${cppflags:+ CPPFLAGS=$cppflags}"
 
-# build NAME: autotools in the copy, an out-of-tree build beside it.
+# build NAME [programs]: autotools in the copy NAME and an out-of-tree build
+# beside it, build-NAME; with "programs", a second build of the same copy,
+# build-NAME-programs, configured without the unit tests.
 build_tree() {
-	local name=$1 t0=$SECONDS
+	local name=$1 kind=${2:-} t0=$SECONDS
+	local dir=$work/build-$name${kind:+-$kind} args=("${conf[@]}")
+	[ -z "$kind" ] || args=("${progconf[@]}")
 	(
-		cd "$work/$name" && ./autogen.sh &&
-			mkdir -p "$work/build-$name" && cd "$work/build-$name" &&
-			"$work/$name/configure" "${conf[@]}" ${cppflags:+CPPFLAGS=$cppflags} &&
+		cd "$work/$name" && { [ -n "$kind" ] || ./autogen.sh; } &&
+			mkdir -p "$dir" && cd "$dir" &&
+			"$work/$name/configure" "${args[@]}" ${cppflags:+CPPFLAGS=$cppflags} &&
 			make -j"$jobs" cmocka_rpath=
-	) >"$work/build-$name.log" 2>&1
+	) >"$dir.log" 2>&1
 	local rc=$?
 	if [ $rc -ne 0 ]; then
-		echo "   $name: build failed after $((SECONDS - t0)) s; the end of $work/build-$name.log:"
-		tail -15 "$work/build-$name.log" | sed 's/^/     /'
+		echo "   $name${kind:+ ($kind)}: build failed after $((SECONDS - t0)) s; the end of $dir.log:"
+		tail -15 "$dir.log" | sed 's/^/     /'
 		return 1
 	fi
-	echo "   $name: built in $((SECONDS - t0)) s ($(grep -c 'warning:' "$work/build-$name.log") compiler warnings)"
+	echo "   $name${kind:+ ($kind)}: built in $((SECONDS - t0)) s ($(grep -c 'warning:' "$dir.log") compiler warnings)"
 	return 0
 }
+
+# Since libfabric 2.3 (741ca496e, "prov/efa: Bypass rdma-core in data
+# path"), --enable-efa-unit-test links stubs of the data-path operations
+# into libfabric itself: posting a send or a receive does nothing and
+# returns 0, so a program of that build waits for ever for its first
+# completion, on any device. The programs (fi_info, fi_pingpong) then run
+# from a build of the same copy without the unit tests.
+progconf=()
+for c in "${conf[@]}"; do
+	[[ $c == --enable-efa-unit-test=* ]] || progconf+=("$c")
+done
+stubbed=
+grep -q 'efa_unit_test_data_path_ops' "$src/prov/efa/Makefile.include" && stubbed=yes
+
+# programs NAME: sets progdir to the build whose util/ programs to run for
+# the copy NAME (building it the first time where the unit-test build is
+# stubbed).
+programs() {
+	progdir=$work/build-$1
+	[ -n "$stubbed" ] || return 0
+	progdir=$work/build-$1-programs
+	[ -x "$progdir/util/fi_info" ] || build_tree "$1" programs
+}
+
 echo "== building (autogen, configure, make -j$jobs; logs: $work/build-*.log)"
 build_tree unpatched || exit 1
 build_tree patched || exit 1
+[ -z "$stubbed" ] ||
+	echo "   (this tree's unit-test build stubs the data path: the programs run from a second build, without --enable-efa-unit-test)"
+programs patched || exit 1
+progs=$progdir
 if [ "$cuda" = standin ]; then
 	grep -q '^#define HAVE_CUDA 1' "$work/build-patched/config.h" || bad "the stand-in did not give HAVE_CUDA 1"
 fi
@@ -276,7 +308,7 @@ if [ "$cuda" = standin ]; then
 	fienv+=(LD_LIBRARY_PATH="$work/standin")
 fi
 decision='FI_HMEM_CUDA P2P( between| with|:)'
-LD_PRELOAD=$lib sim env "${fienv[@]}" "$work/build-patched/util/fi_info" -p efa >"$work/fi_info-preload.log" 2>&1
+LD_PRELOAD=$lib sim env "${fienv[@]}" "$progs/util/fi_info" -p efa >"$work/fi_info-preload.log" 2>&1
 fi_rc=$?
 [ $fi_rc -eq 0 ] || bad "fi_info -p efa exited $fi_rc"
 echo "   providers listed: $(grep -c '^provider: efa' "$work/fi_info-preload.log") (efa)"
@@ -285,7 +317,7 @@ if [ "$cuda" = standin ]; then
 	echo "   with libefap2p preloaded:"
 	echo "     ${line#*<info> }" | cut -c1-400
 	[[ $line == *"decided by efap2p"* ]] || bad "no decision by efap2p in fi_info's log"
-	sim env "${fienv[@]}" "$work/build-patched/util/fi_info" -p efa >"$work/fi_info-plain.log" 2>&1
+	sim env "${fienv[@]}" "$progs/util/fi_info" -p efa >"$work/fi_info-plain.log" 2>&1
 	echo "   without it (the probe runs; the stand-in has no GPU memory):"
 	grep -E "$decision|Failed to (create CUDA context|allocate CUDA buffer)" "$work/fi_info-plain.log" |
 		sed 's/.*<[a-z]*> /     /' | head -3
@@ -300,7 +332,7 @@ if [ "$cuda" = standin ]; then
 	sim "$efap2p" export --peer-blocked "$nicpci" -o "$topo" >"$work/export.log" 2>&1 ||
 		bad "efap2p export --peer-blocked $nicpci failed: $(cat "$work/export.log")"
 	LD_PRELOAD=$lib sim env "${fienv[@]}" EFAP2P_TOPOLOGY="$topo" \
-		"$work/build-patched/util/fi_info" -p efa >"$work/fi_info-blocked.log" 2>&1
+		"$progs/util/fi_info" -p efa >"$work/fi_info-blocked.log" 2>&1
 	line=$(grep -E "$decision" "$work/fi_info-blocked.log" | head -1)
 	echo "   with libefap2p and a topology file marking $nic0 ($nicpci) as blocking peer access:"
 	echo "     ${line#*<info> }" | cut -c1-300
@@ -309,9 +341,9 @@ else
 	echo "   (CHECK_CUDA=none: FI_HMEM_CUDA is not initialized, so fi_info reaches no CUDA decision)"
 fi
 
-# pingpong NAME: fi_pingpong -p efa -e rdm of build NAME, server and client
-# in one emulated host (shm off, so that the EFA device carries the data),
-# libefap2p preloaded. Leaves $work/pingpong-NAME-{server,client}.log.
+# pingpong DIR NAME: fi_pingpong -p efa -e rdm of the build in DIR, server
+# and client in one emulated host (shm off, so that the EFA device carries
+# the data), libefap2p preloaded. Leaves $work/pingpong-NAME-{server,client}.log.
 pingpong() {
 	local port=$((20000 + RANDOM % 30000))
 	# shellcheck disable=SC2016 # expanded inside the emulated host
@@ -323,15 +355,17 @@ pingpong() {
 		"$1" -p efa -e rdm -I 100 -S 4096 -c -P "$3" 127.0.0.1 >"$2-client.log" 2>&1
 		rc=$?
 		wait $pid || rc=1
-		exit $rc' sh "$work/build-$1/util/fi_pingpong" "$work/pingpong-$1" "$port" >/dev/null 2>&1
+		exit $rc' sh "$1/util/fi_pingpong" "$work/pingpong-$2" "$port" >/dev/null 2>&1
 }
 echo "== fi_pingpong -p efa -e rdm -S 4096 of the patched build, two processes of one emulated host, libefap2p preloaded"
-if pingpong patched; then
+if pingpong "$progs" patched; then
 	sed -n '1,2p' "$work/pingpong-patched-client.log" | sed 's/^/   /'
 else
 	pp_rc=$?
 	echo "   exited $pp_rc ($([ $pp_rc = 124 ] && echo "hung: killed after 120 s" || echo failed)); the unpatched build:"
-	if pingpong unpatched; then
+	if ! programs unpatched; then
+		bad "fi_pingpong fails with the patch; the unpatched build to compare does not build"
+	elif pingpong "$progdir" unpatched; then
 		bad "fi_pingpong fails with the patch only (logs: $work/pingpong-*.log)"
 	else
 		echo "   exited $? too: not the patch's (logs: $work/pingpong-*.log)"
