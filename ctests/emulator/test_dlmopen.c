@@ -35,7 +35,6 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -48,15 +47,8 @@
 #include <infiniband/efadv.h>
 #include <infiniband/verbs.h>
 
+#include "../child.h"
 #include "check.h"
-
-static double now_s(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
 
 static void *nothing(void *arg)
 {
@@ -138,12 +130,12 @@ static int one(const char *golib, const char *clib, int bare)
 
 	g = dlmopen(LM_ID_NEWLM, golib, RTLD_NOW | RTLD_LOCAL);
 	CHECK(g != NULL, "dlmopen %s: %s", golib, dlerror());
-	start = now_s();
+	start = child_now_s();
 	do {
 		listed = touch_devices();
 		CHECK_EQ(sysfs_devices(), listed);
 		passes++;
-	} while (passes < 3 || now_s() - start < 0.2);
+	} while (passes < 3 || child_now_s() - start < 0.2);
 
 	gc = g ? (int (*)(void))dlsym(g, "golib_gc") : NULL;
 	CHECK(!g || gc, "no golib_gc in %s", golib);
@@ -157,13 +149,11 @@ static int one(const char *golib, const char *clib, int bare)
 }
 
 /* One round: this program's "one" in a process of its own, 30 s at most;
- * its output in out. The exit status, -signal, or -1000 for a hang. */
+ * its output in out. The exit status, -signal, or CHILD_HUNG for a hang. */
 static int round_of(char **args, char *out, size_t len)
 {
-	double deadline = now_s() + 30;
-	int p[2], st = 0, open_end = 1;
-	size_t got = 0;
-	pid_t pid, done = 0;
+	int p[2];
+	pid_t pid;
 
 	if (pipe(p))
 		return -1001;
@@ -177,37 +167,7 @@ static int round_of(char **args, char *out, size_t len)
 		_exit(127);
 	}
 	close(p[1]);
-	while (!done && now_s() < deadline) {
-		struct pollfd pf = { p[0], POLLIN, 0 };
-
-		if (open_end && poll(&pf, 1, 10) > 0) {
-			ssize_t n = read(p[0], out + got, len - 1 - got);
-
-			if (n > 0)
-				got += (size_t)n;
-			else
-				open_end = 0;
-		} else if (!open_end) {
-			usleep(1000);
-		}
-		done = waitpid(pid, &st, WNOHANG);
-	}
-	if (!done) {
-		kill(pid, SIGKILL);
-		waitpid(pid, &st, 0);
-	}
-	while (got + 1 < len) {
-		ssize_t n = read(p[0], out + got, len - 1 - got);
-
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	out[got] = 0;
-	close(p[0]);
-	if (!done)
-		return -1000;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st);
+	return child_wait(pid, p[0], 30, out, len);
 }
 
 int main(int argc, char **argv)
@@ -230,8 +190,8 @@ int main(int argc, char **argv)
 		if (!rc)
 			continue;
 		fprintf(stderr, "FAIL round %d: %s %d\n", r,
-			rc == -1000 ? "hung for 30 s," : rc < 0 ? "killed by signal" : "exit status",
-			rc < 0 && rc != -1000 ? -rc : rc);
+			rc == CHILD_HUNG ? "hung for 30 s," : rc < 0 ? "killed by signal" : "exit status",
+			rc < 0 && rc != CHILD_HUNG ? -rc : rc);
 		if (!failed++)
 			fprintf(stderr, "its output:\n%s---\n", out);
 	}

@@ -97,6 +97,7 @@
 
 #include <infiniband/efadv_p2p.h>
 
+#include "../child.h"
 #include "shimtest.h"
 
 typedef int (*query_fn)(struct ibv_context *, struct efadv_device_attr *, uint32_t);
@@ -241,25 +242,15 @@ static void mode_as_one(const char *want)
 	check_answers(want, ask_all());
 }
 
-static double now_s(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 /* Runs this program's as-one mode under RLIMIT_AS = limit, with a 20 s
  * timeout; its stderr is kept in err (NUL-terminated). The exit status,
- * or -signal, or -1000 for a timeout. */
+ * or -signal, or CHILD_HUNG for a timeout. */
 static int run_under_as(unsigned long long limit, const char *want, int nocore, char *err,
 			size_t len)
 {
 	char *args[] = { "test_host", "as-one", (char *)want, nocore ? "nocore" : NULL, NULL };
-	double deadline = now_s() + 20;
-	size_t got = 0;
-	int p[2], st = 0, open_end = 1;
-	pid_t pid, done = 0;
+	int p[2];
+	pid_t pid;
 
 	CHECK_ERR(pipe(p) ? errno : 0, 0);
 	pid = fork();
@@ -275,38 +266,7 @@ static int run_under_as(unsigned long long limit, const char *want, int nocore, 
 		_exit(121);
 	}
 	close(p[1]);
-	while (!done && now_s() < deadline) {
-		struct pollfd pf = { p[0], POLLIN, 0 };
-		ssize_t n;
-
-		if (open_end && poll(&pf, 1, 10) > 0) {
-			n = read(p[0], err + got, len - 1 - got);
-			if (n > 0)
-				got += (size_t)n;
-			else
-				open_end = 0;	/* EOF, or no room left */
-		} else if (!open_end) {
-			usleep(1000);
-		}
-		done = waitpid(pid, &st, WNOHANG);
-	}
-	if (!done) {
-		kill(pid, SIGKILL);
-		waitpid(pid, &st, 0);
-	}
-	/* what it wrote since the last read: it has exited, the pipe ends */
-	while (got + 1 < len) {
-		ssize_t n = read(p[0], err + got, len - 1 - got);
-
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	err[got] = 0;
-	close(p[0]);
-	if (!done)
-		return -1000;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st);
+	return child_wait(pid, p[0], 20, err, len);
 }
 
 static int count_lines(const char *text, const char *prefix, const char *with)
@@ -336,8 +296,8 @@ static void mode_as_sweep(const char *want, int nocore)
 		int rc = run_under_as(mib << 20, want, nocore, err, sizeof(err)), lines;
 
 		CHECK(rc == 0, "RLIMIT_AS %llu MiB: %s %d", mib,
-		      rc == -1000 ? "hung for 20 s," : rc < 0 ? "killed by signal" : "exit status",
-		      rc < 0 && rc != -1000 ? -rc : rc);
+		      rc == CHILD_HUNG ? "hung for 20 s," : rc < 0 ? "killed by signal" : "exit status",
+		      rc < 0 && rc != CHILD_HUNG ? -rc : rc);
 		lines = count_lines(err, "efap2p: error:", "");
 		if (!strcmp(want, "none"))
 			CHECK(lines == 1 && count_lines(err, "efap2p: error:", "RLIMIT_AS") == 1,
@@ -819,7 +779,7 @@ static void on_alarm_nest(int sig)
 static void nest_worker(const char *want)
 {
 	struct itimerval it = { { 0, 500 }, { 0, 500 } };
-	double start = now_s();
+	double start = child_now_s();
 	int forks = 0;
 
 	pthread_atfork(nest_prepare, nest_done, nest_done);
@@ -827,7 +787,7 @@ static void nest_worker(const char *want)
 	setitimer(ITIMER_REAL, &it, NULL);
 	/* at most 20 s: where a nested fork leaks the loader's lock, every
 	 * later fork waits 2 s for it */
-	while (forks < 4000 && now_s() - start < 20) {
+	while (forks < 4000 && child_now_s() - start < 20) {
 		int st;
 		pid_t pid = fork();
 
@@ -844,7 +804,7 @@ static void nest_worker(const char *want)
 	memset(&it, 0, sizeof(it));
 	setitimer(ITIMER_REAL, &it, NULL);
 	printf("test_host: %d forks, %d from the handler, %d of them inside the program's fork (%.1f s)\n",
-	       forks, (int)nest_handler_forks, (int)nested_forks, now_s() - start);
+	       forks, (int)nest_handler_forks, (int)nested_forks, child_now_s() - start);
 	fflush(stdout);
 	CHECK(nested_forks > 0, "no handler's fork ran inside the program's: the test does not test");
 	CHECK(!nest_failures, "%d of the handler's forks failed", (int)nest_failures);
