@@ -104,40 +104,29 @@ static int standin_count(void)
 	return standin_gpu_count;
 }
 
-static const char *standin_error_name(int error)
-{
-	switch (error) {
-	case 0:
-		return "CUDA_SUCCESS";
-	case 1:
-		return "CUDA_ERROR_INVALID_VALUE";
-	case 100:
-		return "CUDA_ERROR_NO_DEVICE";
-	case 101:
-		return "CUDA_ERROR_INVALID_DEVICE";
-	case 801:
-		return "CUDA_ERROR_NOT_SUPPORTED";
-	default:
-		return "CUDA_ERROR_UNKNOWN";
-	}
-}
+/* The errors the stand-in returns, by the driver's names and words (the
+ * runtime's codes it returns are the same numbers). */
+static const struct standin_error {
+	int code;
+	const char *name, *words;
+} standin_errors[] = {
+	{ CUDA_SUCCESS, "CUDA_SUCCESS", "no error" },
+	{ CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument" },
+	{ CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected" },
+	{ CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal" },
+	{ CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED",
+	  "operation not supported (the efap2p CUDA stand-in has no device memory)" },
+};
 
-static const char *standin_error_string(int error)
+static const struct standin_error *standin_error(int code)
 {
-	switch (error) {
-	case 0:
-		return "no error";
-	case 1:
-		return "invalid argument";
-	case 100:
-		return "no CUDA-capable device is detected";
-	case 101:
-		return "invalid device ordinal";
-	case 801:
-		return "operation not supported (the efap2p CUDA stand-in has no device memory)";
-	default:
-		return "unknown error";
-	}
+	static const struct standin_error unknown = { -1, "CUDA_ERROR_UNKNOWN", "unknown error" };
+	size_t i;
+
+	for (i = 0; i < sizeof(standin_errors) / sizeof(standin_errors[0]); i++)
+		if (standin_errors[i].code == code)
+			return &standin_errors[i];
+	return &unknown;
 }
 
 /* The driver API */
@@ -152,7 +141,7 @@ STANDIN_EXPORT CUresult cuGetErrorName(CUresult error, const char **pstr)
 {
 	if (!pstr)
 		return CUDA_ERROR_INVALID_VALUE;
-	*pstr = standin_error_name(error);
+	*pstr = standin_error(error)->name;
 	return CUDA_SUCCESS;
 }
 
@@ -160,7 +149,7 @@ STANDIN_EXPORT CUresult cuGetErrorString(CUresult error, const char **pstr)
 {
 	if (!pstr)
 		return CUDA_ERROR_INVALID_VALUE;
-	*pstr = standin_error_string(error);
+	*pstr = standin_error(error)->words;
 	return CUDA_SUCCESS;
 }
 
@@ -322,7 +311,7 @@ STANDIN_EXPORT const char *cudaGetErrorName(cudaError_t error)
 
 STANDIN_EXPORT const char *cudaGetErrorString(cudaError_t error)
 {
-	return standin_error_string(error);
+	return standin_error(error)->words;
 }
 
 STANDIN_EXPORT cudaError_t cudaGetDeviceCount(int *count)
